@@ -1,0 +1,26 @@
+# The two commands of the README:
+#   make demo   set everything up, then run the default job
+#   make test   set everything up, then run the test suite
+PY := .venv/bin/python
+
+.PHONY: setup demo test test-fast verify-sample bench clean
+
+setup:
+	bash tools/setup.sh
+
+demo: setup
+	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m lean_env verify --backend rocq \
+	    --input lean_env/samples/rocq_sample.jsonl --output runs/sample_verdicts.jsonl --workers 2 --timeout 30
+
+test: setup
+	RAY_AUTH_MODE=disabled $(PY) -m pytest tests -q $(PYTEST_ARGS)
+
+# unit tests only (skips the slow end-to-end runs); for the edit-test loop
+test-fast: setup
+	RAY_AUTH_MODE=disabled $(PY) -m pytest tests -q -m "not slow" $(PYTEST_ARGS)
+
+bench: setup
+	RAY_AUTH_MODE=disabled $(PY) benchmarks/verifier.py
+
+clean:
+	rm -rf .venv runs .pytest_cache

@@ -1,0 +1,36 @@
+"""Choosing a prover backend by name: the picklable recipe a Ray worker uses
+to build its own backend instance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lean_env.backend import ProverBackend
+
+BACKENDS = ("lean", "rocq")
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """Which backend to build and with which settings.
+
+    ``options`` are the fields of the backend's config dataclass
+    (:class:`lean_env.lean.LeanConfig` or :class:`lean_env.rocq.RocqConfig`).
+    """
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.name not in BACKENDS:
+            raise ValueError(f"unknown prover backend {self.name!r}; choose one of {', '.join(BACKENDS)}")
+
+    def create(self) -> ProverBackend:
+        if self.name == "rocq":
+            from lean_env.rocq import RocqBackend, RocqConfig
+
+            return RocqBackend(RocqConfig(**self.options))
+        from lean_env.lean import LeanBackend, LeanConfig
+
+        return LeanBackend(LeanConfig(**self.options))

@@ -1,0 +1,168 @@
+"""``python -m lean_env verify``: check a JSONL file of proofs with the pool.
+
+    python -m lean_env verify --backend rocq --input proofs.jsonl --output verdicts.jsonl --workers 2
+
+Input lines: ``{"id", "header", "statement", "proof"}``.  Output lines, in input
+order: ``{"id", "status", "reason", "messages", "seconds"}``.  A malformed
+input line gets status ``invalid`` with its line number; every other line is
+still checked.  A progress bar and a summary go to stderr.  Exit status 0 when
+every line got a verdict, 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import logging
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from lean_env.backends import BACKENDS, BackendSpec
+from lean_env.verdict import ProofTask, Status, Verdict
+
+REQUIRED_FIELDS = ("id", "header", "statement", "proof")
+
+
+def parse_line(line: str, lineno: int) -> tuple[Optional[ProofTask], Optional[str]]:
+    """Parse one input line into a task, or return ``(None, problem)``."""
+    try:
+        obj = json.loads(line)
+    except ValueError as e:
+        return None, f"line {lineno}: not valid JSON ({e.msg} at column {e.colno})"
+    if not isinstance(obj, dict):
+        return None, f"line {lineno}: expected a JSON object, got {type(obj).__name__}"
+    missing = [k for k in REQUIRED_FIELDS if k not in obj]
+    if missing:
+        return None, f"line {lineno}: missing field(s) {', '.join(missing)}"
+    if not isinstance(obj["id"], (str, int)):
+        return None, f"line {lineno}: 'id' must be a string or an integer"
+    for k in REQUIRED_FIELDS[1:]:
+        if not isinstance(obj[k], str):
+            return None, f"line {lineno}: '{k}' must be a string, got {type(obj[k]).__name__}"
+    return ProofTask(id=str(obj["id"]), header=obj["header"], statement=obj["statement"],
+                     proof=obj["proof"]), None
+
+
+def read_input(path: Path) -> list[tuple[Optional[ProofTask], Optional[str], Optional[str]]]:
+    """Each non-blank line as ``(task, problem, raw_id)``."""
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            task, problem = parse_line(line, lineno)
+            raw_id = task.id if task else _best_effort_id(line, lineno)
+            rows.append((task, problem, raw_id))
+    return rows
+
+
+def _best_effort_id(line: str, lineno: int) -> str:
+    try:
+        obj = json.loads(line)
+        if isinstance(obj, dict) and isinstance(obj.get("id"), (str, int)):
+            return str(obj["id"])
+    except ValueError:
+        pass
+    return f"line-{lineno}"
+
+
+def build_spec(args: argparse.Namespace) -> BackendSpec:
+    options: dict = {}
+    if args.backend == "lean":
+        command = args.repl_command or os.environ.get("LEAN_ENV_REPL_COMMAND")
+        if command:
+            options["repl_command"] = shlex.split(command)
+        if args.project_dir:
+            options["project_dir"] = args.project_dir
+    elif args.repl_command:
+        raise SystemExit("--repl-command applies to --backend lean only")
+    return BackendSpec(args.backend, options)
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    import ray
+    from tqdm import tqdm
+
+    from lean_env.cache import VerdictCache
+    from lean_env.pool import VerifierPool
+
+    src = Path(args.input)
+    if not src.is_file():
+        print(f"error: input file {src} does not exist", file=sys.stderr)
+        return 2
+    if args.workers < 1 or args.timeout <= 0:
+        print("error: --workers must be >= 1 and --timeout > 0", file=sys.stderr)
+        return 2
+    rows = read_input(src)
+    spec = build_spec(args)
+    verdicts: list[Optional[Verdict]] = [None] * len(rows)
+    for i, (task, problem, _) in enumerate(rows):
+        if task is None:
+            verdicts[i] = Verdict(Status.INVALID, reason="malformed_input", messages=[problem or ""])
+
+    started = time.monotonic()
+    ray.init(num_cpus=max(args.workers, 1), include_dashboard=False, logging_level=logging.WARNING,
+             log_to_driver=False)
+    try:
+        pool = VerifierPool(spec, num_workers=args.workers, timeout=args.timeout,
+                            cache=VerdictCache(args.cache) if args.cache else VerdictCache())
+        index_of = {}
+        for i, (task, _, _) in enumerate(rows):
+            if task is not None:
+                index_of.setdefault(id(task), i)
+                pool.submit(task)
+        with tqdm(total=len(rows), desc="verify", unit="proof", file=sys.stderr,
+                  disable=args.quiet, initial=sum(v is not None for v in verdicts)) as bar:
+            for task, verdict in pool.results():
+                verdicts[index_of[id(task)]] = verdict
+                bar.update(1)
+        stats = pool.stats.as_dict()
+        pool.shutdown()
+    finally:
+        ray.shutdown()
+    elapsed = time.monotonic() - started
+
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        for (_, _, raw_id), v in zip(rows, verdicts):
+            assert v is not None
+            out.write(json.dumps({"id": raw_id, "status": v.status.value, "reason": v.reason,
+                                  "messages": v.messages, "seconds": round(v.seconds, 4)},
+                                 ensure_ascii=False) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+
+    counts = collections.Counter(v.status.value for v in verdicts if v is not None)
+    summary = ", ".join(f"{counts.get(s.value, 0)} {s.value}" for s in Status)
+    print(f"[lean_env] {len(rows)} proofs in {elapsed:.1f} s: {summary} "
+          f"(cache hits {stats['cache_hits']}, duplicates {stats['duplicates']}, "
+          f"workers restarted {stats['workers_restarted']})", file=sys.stderr)
+    return 0 if all(v is not None for v in verdicts) else 1
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lean_env", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    v = sub.add_parser("verify", help="check a JSONL file of proofs")
+    v.add_argument("--backend", choices=BACKENDS, required=True)
+    v.add_argument("--input", required=True, help="JSONL with id, header, statement, proof")
+    v.add_argument("--output", help="where to write verdicts (default: stdout)")
+    v.add_argument("--workers", type=int, default=2, help="prover processes (default 2)")
+    v.add_argument("--timeout", type=float, default=60.0, help="seconds per proof (default 60)")
+    v.add_argument("--repl-command", help="Lean only: command that starts the REPL "
+                   "(default: $LEAN_ENV_REPL_COMMAND or `lake env repl` in --project-dir)")
+    v.add_argument("--project-dir", help="Lean only: the Mathlib project directory")
+    v.add_argument("--cache", help="persist verdicts to this JSONL cache file")
+    v.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    return run_verify(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

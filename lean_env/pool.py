@@ -1,0 +1,401 @@
+"""The Ray verifier pool: many prover processes behind one streaming API.
+
+Each worker is a Ray actor that owns one :class:`~lean_env.backend.ProverBackend`
+(one prover process plus its spare).  The driver-side :class:`VerifierPool`
+
+* streams: ``submit`` a task the moment a proof exists, read verdicts with
+  ``poll`` / ``results`` as they complete;
+* routes by header, so a worker keeps the header environments it already
+  built warm;
+* deduplicates identical (statement, proof) pairs in flight and counts the
+  multiplicity, and caches verdicts by content (:mod:`lean_env.cache`);
+* hedges: when nothing is queued and a worker is idle, the oldest running
+  check is duplicated on it and the first verdict wins;
+* never drops work: a worker that dies (or stops answering) is replaced and its
+  check requeued; after ``max_worker_losses`` losses the check ends as
+  ``system_error`` so every submitted task gets exactly one verdict.
+
+Usage::
+
+    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=30)
+    for task in tasks:
+        pool.submit(task)
+    for task, verdict in pool.results():
+        ...
+    pool.shutdown()
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Optional
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+from lean_env.backends import BackendSpec
+from lean_env.cache import VerdictCache
+from lean_env.verdict import ProofTask, Status, Verdict
+
+log = logging.getLogger(__name__)
+
+PROOF = "proof"
+STATEMENT = "statement"
+
+
+@ray.remote(max_restarts=0, max_task_retries=0)
+class VerifierWorker:
+    """A Ray actor owning one prover backend; checks one task at a time."""
+
+    def __init__(self, spec: BackendSpec, worker_name: str) -> None:
+        self.name = worker_name
+        self.backend = spec.create()
+
+    def ready(self) -> str:
+        """Returns the backend version once the prover has started."""
+        return self.backend.version
+
+    def check(self, kind: str, task: ProofTask, timeout: float) -> Verdict:
+        if kind == STATEMENT:
+            verdict = self.backend.check_statement(task.header, task.statement, timeout)
+        else:
+            verdict = self.backend.check_proof(task, timeout)
+        verdict.worker = self.name
+        return verdict
+
+    def process_ids(self) -> dict[str, object]:
+        """This actor's pid and its prover's pids (used by fault-injection tests)."""
+        return {"actor": os.getpid(), "prover": self.backend.prover_pids()}
+
+    def shutdown(self) -> None:
+        self.backend.close()
+
+
+@dataclass
+class _Job:
+    """One distinct check; ``waiters`` are the submitted tasks it answers."""
+
+    key: str
+    kind: str
+    task: ProofTask
+    waiters: list[ProofTask]
+    submitted_at: float
+    #: workers currently running this check (more than one when hedged)
+    running_on: set[int] = field(default_factory=set)
+    #: times a worker died or hung while running this check
+    losses: int = 0
+
+
+@dataclass
+class PoolStats:
+    """Counters since the pool started."""
+
+    submitted: int = 0
+    cache_hits: int = 0
+    duplicates: int = 0
+    dispatched: int = 0
+    hedged: int = 0
+    hedge_wins: int = 0
+    requeued: int = 0
+    workers_restarted: int = 0
+    verdicts: collections.Counter = field(default_factory=collections.Counter)
+
+    def as_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k != "verdicts"}
+        d.update({f"verdict_{k}": v for k, v in self.verdicts.items()})
+        return d
+
+
+class VerifierPool:
+    """Driver-side dispatcher over ``num_workers`` :class:`VerifierWorker` actors."""
+
+    def __init__(
+        self,
+        spec: BackendSpec,
+        *,
+        num_workers: int,
+        timeout: float,
+        cache: Optional[VerdictCache] = None,
+        cpus_per_worker: float = 1.0,
+        memory_per_worker: Optional[int] = None,
+        hedge: bool = True,
+        max_worker_losses: int = 3,
+        hang_grace: float = 60.0,
+        name: str = "verifier",
+    ) -> None:
+        """
+        Args:
+            spec: which backend each worker builds, and its settings.
+            num_workers: number of worker actors (one prover process each).
+            timeout: wall-clock seconds per check, enforced by the backend.
+            cache: verdict cache; ``None`` disables caching.
+            cpus_per_worker / memory_per_worker: Ray resource requests per actor.
+            hedge: duplicate the oldest running check on idle workers when the
+                queue is empty (the first verdict wins).
+            max_worker_losses: a check whose worker died this many times ends as
+                ``system_error`` (a proof that reliably kills workers must not
+                loop forever).
+            hang_grace: a worker that has not answered ``timeout + hang_grace``
+                seconds after a dispatch is considered hung, killed and replaced.
+            name: prefix of the actors' names (visible in the Ray dashboard).
+        """
+        if num_workers < 1:
+            raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        self.spec = spec
+        self.timeout = float(timeout)
+        self.cache = cache
+        self.hedge = hedge
+        self.max_worker_losses = max_worker_losses
+        self.hang_grace = hang_grace
+        self.name = name
+        self._actor_options = {"num_cpus": cpus_per_worker}
+        if memory_per_worker:
+            self._actor_options["memory"] = memory_per_worker
+        self._restart_counter = itertools.count(1)
+        self.stats = PoolStats()
+
+        self._workers: list[ray.actor.ActorHandle] = []
+        self._worker_names: list[str] = []
+        self._worker_headers: list[set[str]] = []
+        self._busy: list[Optional[ray.ObjectRef]] = []
+        self._running: dict[ray.ObjectRef, tuple[int, str, float]] = {}
+        self._queue: collections.deque[_Job] = collections.deque()
+        self._jobs: dict[str, _Job] = {}
+        self._ready: collections.deque[tuple[ProofTask, Verdict]] = collections.deque()
+        self._outstanding = 0
+
+        for i in range(num_workers):
+            self._add_worker(i, f"{name}-{i}")
+        # Surface configuration errors (prover not installed...) now, with the
+        # original message, instead of as a stream of dead actors later.
+        versions = ray.get([w.ready.remote() for w in self._workers])
+        self.version = versions[0]
+
+    # -- workers ------------------------------------------------------------
+    def _add_worker(self, index: int, worker_name: str) -> None:
+        actor = VerifierWorker.options(name=f"{worker_name}-{os.getpid()}-{id(self):x}",
+                                       **self._actor_options).remote(self.spec, worker_name)
+        if index == len(self._workers):
+            self._workers.append(actor)
+            self._worker_names.append(worker_name)
+            self._worker_headers.append(set())
+            self._busy.append(None)
+        else:
+            self._workers[index] = actor
+            self._worker_names[index] = worker_name
+            self._worker_headers[index] = set()
+            self._busy[index] = None
+
+    def _replace_worker(self, index: int, why: str) -> None:
+        log.warning("verifier worker %s %s; replacing it", self._worker_names[index], why)
+        try:
+            ray.kill(self._workers[index], no_restart=True)
+        except Exception:  # already dead
+            pass
+        self.stats.workers_restarted += 1
+        self._add_worker(index, f"{self.name}-{index}-r{next(self._restart_counter)}")
+
+    @property
+    def num_workers(self) -> int:
+        return len(self._workers)
+
+    def worker(self, index: int) -> ray.actor.ActorHandle:
+        """The actor handle of worker ``index`` (for tests and diagnostics)."""
+        return self._workers[index]
+
+    # -- submission -------------------------------------------------------------
+    def submit(self, task: ProofTask) -> None:
+        """Queue a proof check; its verdict comes out of :meth:`poll`."""
+        self._submit(PROOF, task)
+
+    def submit_statement(self, task: ProofTask) -> None:
+        """Queue a statement check (``task.proof`` is ignored): does the
+        statement elaborate with a placeholder proof?"""
+        self._submit(STATEMENT, task)
+
+    def _submit(self, kind: str, task: ProofTask) -> None:
+        self.stats.submitted += 1
+        self._outstanding += 1
+        key = f"{kind}:{task.key(self.version)}"
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.stats.cache_hits += 1
+                self._finish_one(task, hit)
+                return
+        job = self._jobs.get(key)
+        if job is not None:
+            self.stats.duplicates += 1
+            job.waiters.append(task)
+            return
+        job = _Job(key=key, kind=kind, task=task, waiters=[task], submitted_at=time.monotonic())
+        self._jobs[key] = job
+        self._queue.append(job)
+        self._dispatch()
+
+    # -- dispatch ---------------------------------------------------------------
+    def _next_job_for(self, worker: int) -> Optional[_Job]:
+        """The oldest queued job whose header this worker has warm, else the oldest."""
+        warm = self._worker_headers[worker]
+        if warm:
+            for i, job in enumerate(itertools.islice(self._queue, 64)):
+                if job.task.header in warm:
+                    del self._queue[i]
+                    return job
+        return self._queue.popleft() if self._queue else None
+
+    def _start(self, worker: int, job: _Job) -> None:
+        ref = self._workers[worker].check.remote(job.kind, job.task, self.timeout)
+        self._running[ref] = (worker, job.key, time.monotonic())
+        self._busy[worker] = ref
+        self._worker_headers[worker].add(job.task.header)
+        job.running_on.add(worker)
+        self.stats.dispatched += 1
+
+    def _dispatch(self) -> None:
+        for w in range(len(self._workers)):
+            if self._busy[w] is not None:
+                continue
+            job = self._next_job_for(w)
+            if job is None:
+                job = self._hedge_candidate(w) if self.hedge else None
+                if job is None:
+                    continue
+                self.stats.hedged += 1
+            self._start(w, job)
+
+    def _hedge_candidate(self, worker: int) -> Optional[_Job]:
+        """The oldest running job not already running on ``worker`` and not yet hedged."""
+        best: Optional[_Job] = None
+        for _, key, _ in self._running.values():
+            job = self._jobs.get(key)
+            if job is None or worker in job.running_on or len(job.running_on) > 1:
+                continue
+            if best is None or job.submitted_at < best.submitted_at:
+                best = job
+        return best
+
+    # -- completion ----------------------------------------------------------
+    def _finish_one(self, task: ProofTask, verdict: Verdict) -> None:
+        self._ready.append((task, verdict))
+
+    def _resolve(self, job: _Job, verdict: Verdict) -> None:
+        del self._jobs[job.key]
+        if self.cache is not None:
+            self.cache.put(job.key, verdict)
+        self.stats.verdicts[verdict.status.value] += 1
+        for i, task in enumerate(job.waiters):
+            copy = verdict if i == 0 else Verdict(**{**verdict.__dict__, "messages": list(verdict.messages)})
+            self._finish_one(task, copy)
+
+    def _lost(self, job: Optional[_Job], worker: int, why: str) -> None:
+        """A worker died or hung while running ``job``: requeue or give up."""
+        if job is None:  # a hedge loser that was already resolved
+            return
+        job.running_on.discard(worker)
+        job.losses += 1
+        if job.losses >= self.max_worker_losses:
+            self._resolve(job, Verdict(Status.SYSTEM_ERROR, reason="worker_lost",
+                                       messages=[f"{job.losses} workers lost on this check: {why}"],
+                                       worker=self._worker_names[worker]))
+        elif not job.running_on:
+            self.stats.requeued += 1
+            self._queue.appendleft(job)
+
+    def _collect(self, ref: ray.ObjectRef) -> None:
+        worker, key, _ = self._running.pop(ref)
+        self._busy[worker] = None
+        job = self._jobs.get(key)
+        try:
+            verdict: Verdict = ray.get(ref)
+        except RayActorError as e:
+            self._replace_worker(worker, f"died ({type(e).__name__})")
+            self._lost(job, worker, str(e).splitlines()[0] if str(e) else type(e).__name__)
+            return
+        except RayTaskError as e:
+            # A bug in the backend (it must not raise on bad input): count it as
+            # a lost check so it is retried elsewhere, then reported.
+            log.error("verifier worker %s raised: %s", self._worker_names[worker], e)
+            self._replace_worker(worker, "raised an exception")
+            self._lost(job, worker, str(e).splitlines()[-1])
+            return
+        if job is None:
+            return  # the hedged twin already answered
+        if len(job.running_on) > 1:
+            self.stats.hedge_wins += 1
+        job.running_on.discard(worker)
+        self._resolve(job, verdict)
+
+    def _check_hung(self) -> None:
+        limit = self.timeout + self.hang_grace
+        now = time.monotonic()
+        for ref, (worker, key, started) in list(self._running.items()):
+            if now - started > limit:
+                del self._running[ref]
+                self._busy[worker] = None
+                self._replace_worker(worker, f"did not answer within {limit:.0f} s")
+                self._lost(self._jobs.get(key), worker, "hung")
+
+    def poll(self, timeout: float = 0.0) -> list[tuple[ProofTask, Verdict]]:
+        """Verdicts that are ready now, waiting up to ``timeout`` seconds for the
+        first one.  Each submitted task appears exactly once over all polls."""
+        deadline = time.monotonic() + timeout
+        while not self._ready and self._running:
+            remaining = max(0.0, deadline - time.monotonic())
+            done, _ = ray.wait(list(self._running), num_returns=1, timeout=min(remaining, 1.0))
+            for ref in done:
+                self._collect(ref)
+            self._check_hung()
+            self._dispatch()
+            if time.monotonic() >= deadline:
+                break
+        out = list(self._ready)
+        self._ready.clear()
+        self._outstanding -= len(out)
+        return out
+
+    @property
+    def outstanding(self) -> int:
+        """Submitted tasks that have not yet been returned by :meth:`poll`."""
+        return self._outstanding
+
+    def results(self) -> Iterator[tuple[ProofTask, Verdict]]:
+        """Yield ``(task, verdict)`` as checks complete, until every submitted
+        task has been answered."""
+        while self._outstanding > 0:
+            yield from self.poll(timeout=1.0)
+
+    def verify(self, tasks: Iterable[ProofTask]) -> list[Verdict]:
+        """Check ``tasks`` and return their verdicts in input order."""
+        if self._outstanding:
+            raise RuntimeError("verify() cannot be mixed with pending streamed submissions; "
+                               "drain them with results() first")
+        tasks = list(tasks)
+        slots: dict[int, list[int]] = collections.defaultdict(list)
+        for i, t in enumerate(tasks):
+            slots[id(t)].append(i)
+            self.submit(t)
+        out: list[Optional[Verdict]] = [None] * len(tasks)
+        for task, verdict in self.results():
+            out[slots[id(task)].pop()] = verdict
+        return out  # type: ignore[return-value]
+
+    def shutdown(self) -> None:
+        """Stop every worker (their prover processes are killed)."""
+        for w in self._workers:
+            try:
+                ray.get(w.shutdown.remote(), timeout=10)
+            except (RayActorError, RayTaskError, GetTimeoutError):
+                pass
+            try:
+                ray.kill(w, no_restart=True)
+            except Exception:
+                pass
+        self._workers.clear()

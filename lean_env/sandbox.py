@@ -1,0 +1,262 @@
+"""Running an untrusted-input prover process: scratch directory, own process
+group, resource limits, no network, and non-blocking reads with deadlines.
+
+Model-written proof text reaches the prover, so the prover process is treated
+as hostile: it runs in a fresh temporary directory that is deleted afterwards,
+in its own session (so the whole process group can be killed on timeout), with
+limits on address space, CPU time and open files, and (where the kernel lets
+an unprivileged user create namespaces) in an empty network namespace.
+
+Both backends use :class:`SandboxedProcess`; framing (blank-line JSON for the
+Lean REPL, prompts for coqtop) is theirs.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import psutil
+
+
+class ProcessDied(RuntimeError):
+    """The process exited or closed its output before answering."""
+
+
+class ReadTimeout(TimeoutError):
+    """No complete answer arrived before the deadline."""
+
+
+class OutputTooLarge(RuntimeError):
+    """The process produced more unframed output than we accept."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits applied to the prover process (``None`` = unlimited).
+
+    Lean maps the Mathlib .olean files into memory, so its address-space limit
+    must be generous (a tight RLIMIT_AS causes spurious ``bad_alloc``); the
+    Lean backend polices resident memory instead and recycles the process.
+    """
+
+    address_space_bytes: Optional[int] = 4 << 30
+    cpu_seconds: Optional[int] = None
+    open_files: int = 256
+    #: run inside an empty network namespace when the kernel allows it
+    isolate_network: bool = True
+    #: largest answer (bytes) accepted before the process is declared garbled
+    max_output_bytes: int = 64 << 20
+
+
+@functools.lru_cache(maxsize=1)
+def network_isolation_prefix() -> tuple[str, ...]:
+    """The argv prefix that runs a command without network access, or ``()``
+    when this machine does not allow it (no ``unshare``, or user namespaces
+    disabled).  Probed once per process."""
+    exe = shutil.which("unshare")
+    if exe is None:
+        return ()
+    prefix = (exe, "--net", "--map-root-user") if os.geteuid() != 0 else (exe, "--net")
+    try:
+        ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return prefix if ok else ()
+
+
+def _apply_limits(limits: Limits) -> Callable[[], None]:
+    def preexec() -> None:  # runs in the child between fork and exec
+        if limits.address_space_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limits.address_space_bytes,) * 2)
+        if limits.cpu_seconds is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds,) * 2)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files,) * 2)
+        # no core dumps of a prover that crashed on hostile input
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    return preexec
+
+
+class SandboxedProcess:
+    """A child process with a byte-stream protocol on stdin/stdout.
+
+    A reader thread appends stdout to a buffer; :meth:`read_until` waits (with
+    a deadline) until a caller-supplied framing function finds a complete
+    message.  stderr is drained continuously into a bounded ring buffer so a
+    chatty prover can never block on a full pipe.
+    """
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        cwd: Optional[str] = None,
+        env: Optional[dict[str, str]] = None,
+        limits: Limits = Limits(),
+        name: str = "prover",
+        merge_stderr: bool = False,
+    ) -> None:
+        """``merge_stderr`` sends stderr into the stdout stream (in order), for
+        programs such as ``coqtop -emacs`` that print their prompts on stderr."""
+        self.name = name
+        self.limits = limits
+        self._own_dir = cwd is None
+        self.cwd = cwd or tempfile.mkdtemp(prefix=f"lean_env-{name}-")
+        prefix = network_isolation_prefix() if limits.isolate_network else ()
+        self.network_isolated = bool(prefix)
+        self.argv = [*prefix, *argv]
+        self._buf = bytearray()
+        self._eof = False
+        self._cond = threading.Condition()
+        self._stderr_tail: deque[bytes] = deque(maxlen=256)
+        self.started_at = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(
+                self.argv,
+                cwd=self.cwd,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=_apply_limits(limits),
+                bufsize=0,
+            )
+        except BaseException:
+            self._remove_dir()
+            raise
+        self.pid = self.proc.pid
+        self._threads = [threading.Thread(target=self._pump_stdout, daemon=True, name=f"{name}-stdout")]
+        if not merge_stderr:
+            self._threads.append(
+                threading.Thread(target=self._pump_stderr, daemon=True, name=f"{name}-stderr"))
+        for t in self._threads:
+            t.start()
+
+    # -- background pumps -------------------------------------------------
+    def _pump_stdout(self) -> None:
+        fd = self.proc.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                chunk = b""
+            with self._cond:
+                if chunk:
+                    self._buf += chunk
+                else:
+                    self._eof = True
+                self._cond.notify_all()
+            if not chunk:
+                return
+
+    def _pump_stderr(self) -> None:
+        fd = self.proc.stderr.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self._stderr_tail.append(chunk)
+
+    # -- protocol ---------------------------------------------------------
+    def write(self, data: bytes) -> None:
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError, OSError) as e:
+            raise ProcessDied(f"{self.name}: cannot write to process ({e}); "
+                              f"stderr: {self.stderr_tail()[-500:]}") from e
+
+    def read_until(self, frame: Callable[[bytes], Optional[int]], deadline: float) -> bytes:
+        """Return the first complete message and remove it from the buffer.
+
+        ``frame(buffer)`` returns the end offset of the first complete message,
+        or ``None``.  ``deadline`` is a ``time.monotonic()`` value.
+        """
+        with self._cond:
+            while True:
+                end = frame(bytes(self._buf)) if self._buf else None
+                if end is not None:
+                    msg = bytes(self._buf[:end])
+                    del self._buf[:end]
+                    return msg
+                if len(self._buf) > self.limits.max_output_bytes:
+                    raise OutputTooLarge(f"{self.name}: more than {self.limits.max_output_bytes} bytes "
+                                         "without a complete answer")
+                if self._eof:
+                    raise ProcessDied(f"{self.name}: process closed its output (exit code "
+                                      f"{self.proc.poll()}); stderr: {self.stderr_tail()[-500:]}")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ReadTimeout(f"{self.name}: no answer before the deadline")
+                self._cond.wait(remaining)
+
+    def pending_output(self) -> bytes:
+        """What has been read but not yet consumed (for diagnostics)."""
+        with self._cond:
+            return bytes(self._buf)
+
+    def discard_output(self) -> None:
+        with self._cond:
+            self._buf.clear()
+
+    def stderr_tail(self) -> str:
+        return b"".join(self._stderr_tail).decode("utf-8", "replace")
+
+    # -- state ------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the process and its children (0 if gone)."""
+        try:
+            p = psutil.Process(self.pid)
+            return sum(q.memory_info().rss for q in [p, *p.children(recursive=True)])
+        except psutil.Error:
+            return 0
+
+    def kill(self) -> None:
+        """Kill the whole process group and delete the scratch directory."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is None:
+                continue
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self._remove_dir()
+
+    def _remove_dir(self) -> None:
+        if self._own_dir:
+            shutil.rmtree(self.cwd, ignore_errors=True)
+
+    def __del__(self) -> None:  # last resort; callers should kill() explicitly
+        try:
+            if getattr(self, "proc", None) is not None and self.proc.poll() is None:
+                os.killpg(self.pid, signal.SIGKILL)
+        except Exception:
+            pass
