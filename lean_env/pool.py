@@ -124,6 +124,7 @@ class VerifierPool:
         cpus_per_worker: float = 1.0,
         memory_per_worker: Optional[int] = None,
         hedge: bool = True,
+        hedge_after: float = 5.0,
         max_worker_losses: int = 3,
         hang_grace: float = 60.0,
         name: str = "verifier",
@@ -137,6 +138,9 @@ class VerifierPool:
             cpus_per_worker / memory_per_worker: Ray resource requests per actor.
             hedge: duplicate the oldest running check on idle workers when the
                 queue is empty (the first verdict wins).
+            hedge_after: only checks running longer than this many seconds are
+                duplicated, so a stream that merely keeps workers waiting for
+                new proofs does not check everything twice.
             max_worker_losses: a check whose worker died this many times ends as
                 ``system_error`` (a proof that reliably kills workers must not
                 loop forever).
@@ -152,6 +156,7 @@ class VerifierPool:
         self.timeout = float(timeout)
         self.cache = cache
         self.hedge = hedge
+        self.hedge_after = hedge_after
         self.max_worker_losses = max_worker_losses
         self.hang_grace = hang_grace
         self.name = name
@@ -272,11 +277,14 @@ class VerifierPool:
             self._start(w, job)
 
     def _hedge_candidate(self, worker: int) -> Optional[_Job]:
-        """The oldest running job not already running on ``worker`` and not yet hedged."""
+        """The oldest job running for over ``hedge_after`` seconds, not already
+        running on ``worker`` and not yet hedged."""
         best: Optional[_Job] = None
-        for _, key, _ in self._running.values():
+        now = time.monotonic()
+        for _, key, started in self._running.values():
             job = self._jobs.get(key)
-            if job is None or worker in job.running_on or len(job.running_on) > 1:
+            if (job is None or worker in job.running_on or len(job.running_on) > 1
+                    or now - started < self.hedge_after):
                 continue
             if best is None or job.submitted_at < best.submitted_at:
                 best = job

@@ -72,7 +72,8 @@ def test_duplicates_checked_once_and_cached(pool):
 
 
 def test_idle_worker_hedges_the_oldest_running_check(ray_session, require_rocq):
-    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=2, cpus_per_worker=0.5, hedge=True)
+    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=3, cpus_per_worker=0.5, hedge=True,
+                         hedge_after=0.5)
     try:
         [verdict] = pool.verify([SLOW])
         assert verdict.status is Status.TIMEOUT

@@ -1,0 +1,160 @@
+"""Verifier benchmark: the pooled persistent Rocq sessions against one `coqc`
+process per proof, on the same 200 proofs with the same parallelism.
+
+    RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/verifier.py [--proofs 200] [--workers 2]
+
+Prints a table and, as its last line, ``verifier_speedup: <ratio>x`` (coqc wall
+time over pool wall time, both with ``--workers`` checks in flight).  Also
+reports the pool with 1 and 2 workers, the per-proof overhead the pool adds
+over calling a backend directly, and peak memory per worker.  Timings on a
+shared 2-core machine are noisy: compare the ratios, not the absolute times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import ray
+
+from lean_env.backends import BackendSpec
+from lean_env.pool import VerifierPool
+from lean_env.rocq import RocqBackend, RocqConfig
+from lean_env.verdict import ProofTask, Status
+
+HEADER = "Require Import Arith Lia List.\nImport ListNotations."
+
+# (statement body, proof): every fourth proof is wrong, so both outcomes are timed.
+TEMPLATES = [
+    ("forall n : nat, n + {i} = {i} + n", "Proof. intros. lia. Qed."),
+    ("forall a b : nat, a * (b + {i}) = a * b + a * {i}", "Proof. intros. ring. Qed."),
+    ("forall l : list nat, length (l ++ repeat 0 {i}) = length l + {i}",
+     "Proof. intros. rewrite app_length, repeat_length. reflexivity. Qed."),
+    ("forall n : nat, n <= n + {i}", "Proof. intros. lia. Qed."),
+]
+WRONG = "Proof. intros. reflexivity. Qed."
+
+
+def make_tasks(count: int) -> list[ProofTask]:
+    tasks = []
+    for i in range(count):
+        body, proof = TEMPLATES[i % len(TEMPLATES)]
+        name = f"bench_{i}"
+        tasks.append(ProofTask(id=name, header=HEADER,
+                               statement=f"Theorem {name} : {body.format(i=i + 1)}.",
+                               proof=WRONG if i % 4 == 3 else proof))
+    return tasks
+
+
+def coqc_check(task: ProofTask, workdir: Path) -> bool:
+    path = workdir / f"{task.id}.v"
+    path.write_text(f"{task.header}\n{task.statement}\n{task.proof}\n")
+    return subprocess.run(["coqc", "-q", str(path)], cwd=workdir, capture_output=True).returncode == 0
+
+
+def run_coqc(tasks: list[ProofTask], workers: int) -> tuple[float, list[bool]]:
+    with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(workers) as ex:
+        start = time.perf_counter()
+        results = list(ex.map(lambda t: coqc_check(t, Path(tmp)), tasks))
+        return time.perf_counter() - start, results
+
+
+def run_pool(tasks: list[ProofTask], workers: int) -> tuple[float, list[bool], dict, int]:
+    pool = VerifierPool(BackendSpec("rocq"), num_workers=workers, timeout=60, cache=None,
+                        cpus_per_worker=2 / workers, hedge=False)
+    peak = _PeakRss(pool)
+    try:
+        start = time.perf_counter()
+        verdicts = pool.verify(tasks)
+        elapsed = time.perf_counter() - start
+        return elapsed, [v.status is Status.VALID for v in verdicts], pool.stats.as_dict(), peak.stop()
+    finally:
+        pool.shutdown()
+
+
+class _PeakRss:
+    """Samples the resident memory of each worker (actor + prover) in the background."""
+
+    def __init__(self, pool: VerifierPool) -> None:
+        self.pids = [ray.get(pool.worker(w).process_ids.remote()) for w in range(pool.num_workers)]
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for ids in self.pids:
+                total = 0
+                for pid in [ids["actor"], *ids["prover"]]:
+                    try:
+                        total += psutil.Process(pid).memory_info().rss
+                    except psutil.Error:
+                        pass
+                self.peak = max(self.peak, total)
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def run_direct(tasks: list[ProofTask]) -> float:
+    backend = RocqBackend(RocqConfig())
+    try:
+        backend.check_proof(tasks[0], 60)  # warm the header
+        start = time.perf_counter()
+        for t in tasks:
+            backend.check_proof(t, 60)
+        return time.perf_counter() - start
+    finally:
+        backend.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--proofs", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    tasks = make_tasks(args.proofs)
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+    try:
+        coqc_s, coqc_ok = run_coqc(tasks, args.workers)
+        pool_s, pool_ok, stats, peak = run_pool(tasks, args.workers)
+        pool1_s, _, _, peak1 = run_pool(tasks, 1)
+        direct_s = run_direct(tasks)
+    finally:
+        ray.shutdown()
+
+    n = len(tasks)
+    agree = sum(a == b for a, b in zip(coqc_ok, pool_ok))
+    rows = [
+        ("coqc, one process per proof", args.workers, coqc_s),
+        ("pool of persistent coqtop sessions", args.workers, pool_s),
+        ("pool of persistent coqtop sessions", 1, pool1_s),
+        ("one coqtop session, direct calls", 1, direct_s),
+    ]
+    print(f"{'method':<38} {'workers':>7} {'seconds':>9} {'proofs/s':>9} {'ms/proof':>9}")
+    for name, w, s in rows:
+        print(f"{name:<38} {w:>7} {s:>9.2f} {n / s:>9.1f} {1000 * s / n:>9.1f}")
+    print(f"\nverdicts: {sum(pool_ok)} valid / {n - sum(pool_ok)} invalid; pool and coqc agree on {agree}/{n}")
+    print(f"pool overhead over direct calls (1 worker): {1000 * (pool1_s - direct_s) / n:+.1f} ms/proof")
+    print(f"peak memory per worker (actor + coqtop): {peak / 2**20:.0f} MiB with {args.workers} workers, "
+          f"{peak1 / 2**20:.0f} MiB with 1")
+    print(f"pool stats: dispatched {stats['dispatched']}, restarts {stats['workers_restarted']}")
+    print(f"verifier_speedup: {coqc_s / pool_s:.1f}x")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""`python -m lean_env verify`: input validation and an end-to-end run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lean_env.cli import parse_line
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("line, problem", [
+    ("not json", "line 3: not valid JSON"),
+    ("[1, 2]", "line 3: expected a JSON object"),
+    ('{"id": "a", "header": ""}', "line 3: missing field(s) statement, proof"),
+    ('{"id": [1], "header": "", "statement": "", "proof": ""}', "line 3: 'id' must be a string"),
+    ('{"id": "a", "header": "", "statement": 5, "proof": ""}', "line 3: 'statement' must be a string"),
+])
+def test_malformed_lines_are_explained(line, problem):
+    task, message = parse_line(line, 3)
+    assert task is None and message.startswith(problem)
+
+
+def test_integer_ids_become_strings():
+    task, problem = parse_line('{"id": 7, "header": "H", "statement": "S", "proof": "P"}', 1)
+    assert problem is None and task.id == "7"
+
+
+@pytest.mark.slow
+def test_verify_command_end_to_end(tmp_path, require_rocq):
+    header = "Require Import Arith Lia."
+    rows = [
+        {"id": "ok", "header": header, "statement": "Theorem ok : forall n, n + 1 = S n.", "proof": "Proof. lia. Qed."},
+        "{broken json",
+        {"id": "bad", "header": header, "statement": "Theorem bad : 1 = 2.", "proof": "Proof. reflexivity. Qed."},
+        {"id": "cheat", "header": header, "statement": "Theorem cheat : 1 = 2.", "proof": "Proof. Admitted."},
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "out.jsonl"
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    proc = subprocess.run([sys.executable, "-m", "lean_env", "verify", "--backend", "rocq", "--input", str(src),
+                           "--output", str(out), "--workers", "2", "--timeout", "30", "--quiet"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    verdicts = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [v["id"] for v in verdicts] == ["ok", "line-2", "bad", "cheat"]
+    assert [v["status"] for v in verdicts] == ["valid", "invalid", "invalid", "invalid"]
+    assert verdicts[1]["reason"] == "malformed_input" and "line 2" in verdicts[1]["messages"][0]
+    assert verdicts[3]["reason"].startswith("banned")
+    assert "1 valid, 3 invalid" in proc.stderr
+
+
+def test_missing_input_file_is_a_usage_error(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "lean_env", "verify", "--backend", "rocq",
+                           "--input", str(tmp_path / "nope.jsonl")], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 2 and "does not exist" in proc.stderr

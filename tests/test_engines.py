@@ -1,0 +1,228 @@
+"""Generation engines on a tiny random Llama: samples, log-probs, seeding, stop
+handling, weight loading, and the Ray actor group."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import pytest
+import ray
+import torch
+from transformers import GenerationConfig, LlamaForCausalLM
+
+from sgs.engines import EngineGroup, SamplingSettings, build_engine
+from sgs.engines.hf import TransformersEngine
+from sgs.models.tiny import TinyModelSettings, build_tiny_model
+
+PROMPTS = ["Theorem add_0_r : forall n : nat, n + 0 = n.\nProof.", "Lemma t : True."]
+# hidden 64 with 2 heads: head_dim 32, the smallest vLLM's CPU kernels accept.
+TINY = TinyModelSettings(
+    vocab_size=320, hidden_size=64, intermediate_size=128, num_attention_heads=2, num_key_value_heads=2,
+    max_position_embeddings=128,
+)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", [], TINY, seed=0))
+
+
+@pytest.fixture(scope="module")
+def other_checkpoint(tmp_path_factory):
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", [], TINY, seed=1))
+
+
+@pytest.fixture(scope="module")
+def engine(checkpoint):
+    return TransformersEngine(checkpoint, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    if ray.is_initialized():
+        yield
+        return
+    ray.init(num_cpus=4, include_dashboard=False, logging_level=logging.WARNING)
+    yield
+    ray.shutdown()
+
+
+def assert_logprobs_match(engine, sample, temperature=1.0):
+    teacher_forced = engine.logprobs_of(sample.prompt_token_ids, sample.token_ids, temperature)
+    assert len(teacher_forced) == len(sample.logprobs) == sample.num_tokens
+    assert max(abs(a - b) for a, b in zip(teacher_forced, sample.logprobs)) < 1e-4
+
+
+# --------------------------------------------------------------------------
+# Settings
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"n": 0}, "n"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"temperature": -0.5}, "temperature"),
+        ({"top_p": 0.0}, "top_p"),
+        ({"top_p": 1.5}, "top_p"),
+        ({"seed": -1}, "seed"),
+    ],
+)
+def test_sampling_settings_reject_bad_values(bad, field):
+    with pytest.raises(ValueError, match=field):
+        SamplingSettings(**bad)
+
+
+# --------------------------------------------------------------------------
+# The transformers engine, in process
+# --------------------------------------------------------------------------
+
+
+def test_n_samples_per_prompt_with_consistent_fields(engine):
+    results = engine.generate(PROMPTS, SamplingSettings(n=3, max_tokens=12, seed=0))
+    assert [len(group) for group in results] == [3, 3]
+    for prompt, group in zip(PROMPTS, results):
+        for sample in group:
+            assert sample.prompt_token_ids == engine.tokenizer(prompt)["input_ids"]
+            assert sample.text == engine.tokenizer.decode(sample.token_ids, skip_special_tokens=True)
+            assert sample.policy_version == 0
+            # A random model almost never says EOS in 12 tokens; either way the fields must agree.
+            if sample.finish_reason == "length":
+                assert sample.num_tokens == 12
+            else:
+                assert sample.token_ids[-1] == engine.tokenizer.eos_token_id
+            assert all(lp <= 0.0 for lp in sample.logprobs)
+            assert 0.0 < sample.entropy <= math.log(10) + 1e-6
+            assert_logprobs_match(engine, sample)
+
+
+def test_tempered_and_nucleus_logprobs_match_a_teacher_forced_pass(engine):
+    results = engine.generate(PROMPTS, SamplingSettings(n=2, max_tokens=10, temperature=0.7, top_p=0.5, seed=3))
+    for group in results:
+        for sample in group:
+            assert_logprobs_match(engine, sample, temperature=0.7)
+
+
+def test_greedy_decoding_takes_the_argmax_and_reports_untempered_logprobs(engine):
+    [group] = engine.generate(PROMPTS[:1], SamplingSettings(n=2, max_tokens=8, temperature=0.0))
+    assert group[0].token_ids == group[1].token_ids
+    sample = group[0]
+    assert_logprobs_match(engine, sample, temperature=1.0)
+    # Each greedy token is the most likely one given the tokens before it.
+    prefix = list(sample.prompt_token_ids)
+    for token in sample.token_ids:
+        logits = engine.model(input_ids=torch.tensor([prefix])).logits[0, -1]
+        assert int(logits.argmax()) == token
+        prefix.append(token)
+
+
+def test_seeded_sampling_is_reproducible(engine):
+    settings = SamplingSettings(n=4, max_tokens=10, seed=7)
+    first = engine.generate(PROMPTS, settings)
+    again = engine.generate(PROMPTS, settings)
+    other = engine.generate(PROMPTS, SamplingSettings(n=4, max_tokens=10, seed=8))
+    def ids(results):
+        return [[s.token_ids for s in group] for group in results]
+
+    assert ids(first) == ids(again)
+    assert ids(first) != ids(other)
+    # The n samples of one prompt are distinct draws, not copies.
+    assert len({tuple(s.token_ids) for s in first[0]}) > 1
+
+
+def test_left_padding_does_not_change_a_prompts_continuation(engine):
+    greedy = SamplingSettings(n=1, max_tokens=8, temperature=0.0)
+    short_prompt, long_prompt = "Lemma t : True.", "Theorem mul_comm : forall a b : nat, a * b = b * a."
+    [[alone]] = engine.generate([short_prompt], greedy)
+    [[padded], _] = engine.generate([short_prompt, long_prompt], greedy)
+    assert padded.token_ids == alone.token_ids
+    assert max(abs(a - b) for a, b in zip(padded.logprobs, alone.logprobs)) < 1e-4
+
+
+def test_generation_stops_on_an_eos_token_and_keeps_it(checkpoint, engine, tmp_path):
+    # Make the greedy first token a stop token (via the generation config's EOS list).
+    [[probe]] = engine.generate(PROMPTS[:1], SamplingSettings(max_tokens=1, temperature=0.0))
+    stop_token = probe.token_ids[0]
+    model = LlamaForCausalLM.from_pretrained(checkpoint)
+    model.generation_config = GenerationConfig(eos_token_id=[engine.tokenizer.eos_token_id, stop_token])
+    model.save_pretrained(tmp_path)
+    engine.tokenizer.save_pretrained(tmp_path)
+    stopping = TransformersEngine(str(tmp_path), device="cpu")
+    [[sample]] = stopping.generate(PROMPTS[:1], SamplingSettings(max_tokens=8, temperature=0.0))
+    assert sample.finish_reason == "stop"
+    assert sample.token_ids == [stop_token]
+    assert sample.text == engine.tokenizer.decode([stop_token], skip_special_tokens=True)
+
+
+def test_context_limit_cuts_generation_and_rejects_long_prompts(checkpoint):
+    limited = TransformersEngine(checkpoint, device="cpu", max_model_len=24)
+    prompt_len = len(limited.tokenizer(PROMPTS[1])["input_ids"])
+    [[sample]] = limited.generate(PROMPTS[1:], SamplingSettings(max_tokens=100, seed=0))
+    assert sample.finish_reason == "length"
+    assert sample.num_tokens == 24 - prompt_len
+    with pytest.raises(ValueError, match="prompt 0 has .* tokens"):
+        limited.generate(["Theorem " * 30], SamplingSettings())
+
+
+def test_bad_prompts_and_backends_are_rejected(engine, checkpoint):
+    with pytest.raises(ValueError, match="prompt 1 is empty"):
+        engine.generate(["Lemma t : True.", ""], SamplingSettings())
+    assert engine.generate([], SamplingSettings()) == []
+    with pytest.raises(ValueError, match="unknown engine_backend 'sglang'"):
+        build_engine("sglang", checkpoint)
+
+
+def test_load_weights_changes_outputs_and_bumps_the_version(checkpoint, other_checkpoint):
+    swapping = TransformersEngine(checkpoint, device="cpu")
+    greedy = SamplingSettings(max_tokens=6, temperature=0.0)
+    [[before]] = swapping.generate(PROMPTS[:1], greedy)
+    swapping.load_weights(other_checkpoint, policy_version=1)
+    assert swapping.policy_version == 1
+    [[after]] = swapping.generate(PROMPTS[:1], greedy)
+    assert after.policy_version == 1
+    assert after.logprobs != before.logprobs
+    assert swapping.logprobs_of(before.prompt_token_ids, before.token_ids) != before.logprobs
+    with pytest.raises(ValueError, match="policy_version"):
+        swapping.load_weights(other_checkpoint, policy_version=-1)
+
+
+# --------------------------------------------------------------------------
+# Ray actors
+# --------------------------------------------------------------------------
+
+
+def test_engine_group_streams_chunks_and_broadcasts_weights(ray_cluster, checkpoint, other_checkpoint, engine):
+    group = EngineGroup("solver", checkpoint, num_engines=2, num_cpus=0.5, engine_options={"device": "cpu"})
+    try:
+        # Actors are findable by role name, e.g. from the dashboard or another driver.
+        assert [ray.get(ray.get_actor(f"engine-solver-{i}").policy_version.remote()) for i in range(2)] == [0, 0]
+        prompts = [f"Lemma l{i} : True." for i in range(5)]
+        settings = SamplingSettings(n=2, max_tokens=6, seed=11)
+
+        submitted = group.submit(prompts, settings, chunk_size=2)
+        assert [indices for _, indices in submitted] == [[0, 1], [2, 3], [4]]
+        streamed = {}
+        pending = {ref: indices for ref, indices in submitted}
+        while pending:
+            [ready], _ = ray.wait(list(pending), num_returns=1)
+            for index, samples in zip(pending.pop(ready), ray.get(ready)):
+                streamed[index] = samples
+        assert sorted(streamed) == list(range(5))
+        assert all(len(samples) == 2 for samples in streamed.values())
+
+        # Blocking form: prompt order, reproducible, and each chunk equals a local engine given the chunk's seed.
+        results = group.generate(prompts, settings, chunk_size=2)
+        assert [[s.token_ids for s in results[i]] for i in range(5)] == [
+            [s.token_ids for s in streamed[i]] for i in range(5)
+        ]
+        local = engine.generate(prompts[2:4], SamplingSettings(n=2, max_tokens=6, seed=11 + 2))
+        assert [[s.token_ids for s in g] for g in local] == [[s.token_ids for s in g] for g in results[2:4]]
+
+        group.load_weights(other_checkpoint, policy_version=1)
+        assert group.policy_version == 1
+        after = group.generate(prompts, settings, chunk_size=2)
+        assert {s.policy_version for g in after for s in g} == {1}
+    finally:
+        group.shutdown()

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Set up the Lean 4 prover for SGS: elan, the leanprover-community REPL and a
+# Mathlib checkout with its prebuilt cache, all at ONE matching tag, then print
+# the settings that point the Lean backend at them.
+#
+# Needs internet access to GitHub (elan, toolchains, the REPL, Mathlib and its
+# cache come from there) plus git and curl.  It cannot run on machines that only
+# reach package registries; there the Rocq backend is the real prover.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+Usage: tools/setup_lean.sh [--tag TAG] [--dir DIR] [--no-check] [--help]
+
+Installs (or updates) in DIR:
+  elan        Lean's toolchain manager (into ~/.elan, only if missing)
+  DIR/repl    leanprover-community/repl at TAG, built (.lake/build/bin/repl)
+  DIR/mathlib leanprover-community/mathlib4 at TAG, with the prebuilt .olean
+              cache (lake exe cache get)
+then checks that a REPL answers under Mathlib and prints the settings to use.
+
+Options:
+  --tag TAG   Lean/Mathlib/REPL tag (default: $SGS_LEAN_TAG or v4.15.0, the
+              Lean version of the SGS paper).  The REPL and Mathlib must use the
+              same toolchain; REPL tags up to v4.9.0 lack an output flush that a
+              long-lived client needs.
+  --dir DIR   where to put the checkouts (default: $SGS_LEAN_DIR or
+              ~/.cache/sgs-lean)
+  --no-check  skip the final smoke test (importing Mathlib takes a while)
+  --help      show this help
+
+Afterwards use the printed settings, e.g.:
+  python -m sgs prover=lean prover.lean.repl_command='<command>' prover.lean.project_dir=DIR/mathlib
+  export SGS_LEAN_REPL='<command>' SGS_LEAN_PROJECT=DIR/mathlib      # conf/prover/lean.yaml
+  export LEAN_ENV_REPL_COMMAND='<command>' LEAN_ENV_PROJECT_DIR=DIR/mathlib  # LeanConfig.from_env
+EOF
+}
+
+TAG="${SGS_LEAN_TAG:-v4.15.0}"
+DIR="${SGS_LEAN_DIR:-$HOME/.cache/sgs-lean}"
+CHECK=1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --tag) [[ $# -ge 2 ]] || { echo "--tag needs a value" >&2; exit 2; }; TAG="$2"; shift 2 ;;
+    --tag=*) TAG="${1#*=}"; shift ;;
+    --dir) [[ $# -ge 2 ]] || { echo "--dir needs a value" >&2; exit 2; }; DIR="$2"; shift 2 ;;
+    --dir=*) DIR="${1#*=}"; shift ;;
+    --no-check) CHECK=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "unknown option: $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+say() { echo "[setup_lean] $*"; }
+for tool in git curl; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "[setup_lean] $tool is required" >&2; exit 1; }
+done
+mkdir -p "$DIR"
+DIR="$(cd "$DIR" && pwd)"
+
+# 1. elan (installs toolchains on demand from each project's lean-toolchain)
+export PATH="$HOME/.elan/bin:$PATH"
+if ! command -v elan >/dev/null 2>&1; then
+  say "installing elan"
+  curl -sSfL https://raw.githubusercontent.com/leanprover/elan/master/elan-init.sh \
+    | sh -s -- -y --default-toolchain none --no-modify-path
+fi
+
+# clone_at URL DEST TAG: a shallow checkout of exactly TAG (re-used if present)
+clone_at() {
+  local url="$1" dest="$2" tag="$3"
+  if [[ -d "$dest/.git" ]]; then
+    git -C "$dest" fetch --quiet --depth 1 origin "refs/tags/$tag:refs/tags/$tag"
+    git -C "$dest" -c advice.detachedHead=false checkout --quiet "tags/$tag"
+  else
+    git -c advice.detachedHead=false clone --quiet --depth 1 --branch "$tag" "$url" "$dest"
+  fi
+}
+
+# 2. the REPL
+say "REPL at $TAG in $DIR/repl"
+clone_at https://github.com/leanprover-community/repl "$DIR/repl" "$TAG"
+(cd "$DIR/repl" && lake build)
+REPL_BIN="$DIR/repl/.lake/build/bin/repl"
+[[ -x "$REPL_BIN" ]] || { echo "[setup_lean] the REPL build produced no $REPL_BIN" >&2; exit 1; }
+
+# 3. Mathlib with its prebuilt cache
+say "Mathlib at $TAG in $DIR/mathlib (downloading the .olean cache)"
+clone_at https://github.com/leanprover-community/mathlib4 "$DIR/mathlib" "$TAG"
+(cd "$DIR/mathlib" && lake exe cache get)
+
+REPL_TOOLCHAIN="$(tr -d '[:space:]' < "$DIR/repl/lean-toolchain")"
+MATHLIB_TOOLCHAIN="$(tr -d '[:space:]' < "$DIR/mathlib/lean-toolchain")"
+if [[ "$REPL_TOOLCHAIN" != "$MATHLIB_TOOLCHAIN" ]]; then
+  echo "[setup_lean] toolchain mismatch: REPL $REPL_TOOLCHAIN, Mathlib $MATHLIB_TOOLCHAIN;" \
+       "pick a tag both repositories have" >&2
+  exit 1
+fi
+
+# The REPL runs in the Mathlib directory: there `lake env` finds the project and
+# elan's lake picks the project's toolchain.  Absolute paths, so that the
+# command works whatever PATH the caller has.
+LAKE="$(command -v lake)"
+REPL_ARGV=("$LAKE" env "$REPL_BIN")
+COMMAND="$(printf '%q ' "${REPL_ARGV[@]}")"
+COMMAND="${COMMAND% }"
+
+# 4. smoke test: the REPL imports Mathlib and checks a proof
+if [[ "$CHECK" == 1 ]]; then
+  say "smoke test (imports Mathlib)"
+  REQUESTS="$(printf '%s\n\n%s\n\n' \
+    '{"cmd": "import Mathlib"}' \
+    '{"cmd": "theorem sgs_smoke (a b : ℕ) : a + b = b + a := by\n  omega", "env": 0}')"
+  if ! ANSWER="$(cd "$DIR/mathlib" && printf '%s\n\n' "$REQUESTS" | LEAN_NUM_THREADS=1 "${REPL_ARGV[@]}")" \
+     || [[ "$ANSWER" == *'"severity": "error"'* || "$ANSWER" != *'"env": 1'* ]]; then
+    echo "[setup_lean] smoke test failed; the REPL answered:" >&2
+    echo "${ANSWER:-<nothing>}" >&2
+    exit 1
+  fi
+  say "smoke test passed"
+fi
+
+cat <<EOF
+
+Lean $REPL_TOOLCHAIN is ready.  The REPL runs in $DIR/mathlib.  Settings for SGS:
+
+  Hydra overrides:   prover=lean prover.lean.repl_command='$COMMAND' prover.lean.project_dir=$DIR/mathlib
+  or, for conf/prover/lean.yaml:
+                     export SGS_LEAN_REPL='$COMMAND'
+                     export SGS_LEAN_PROJECT=$DIR/mathlib
+  for LeanConfig.from_env() (tests, tools):
+                     export LEAN_ENV_REPL_COMMAND='$COMMAND'
+                     export LEAN_ENV_PROJECT_DIR=$DIR/mathlib
+
+EOF
