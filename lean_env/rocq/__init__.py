@@ -1,0 +1,34 @@
+"""The Rocq (Coq 8.16) backend: a persistent ``coqtop -emacs`` session per
+backend instance, with paranoid validity checks (see :mod:`.backend`)."""
+
+from lean_env.rocq.backend import PROP_CHECK, RocqBackend, TacticResult
+from lean_env.rocq.checks import (
+    THEOREM_KEYWORDS,
+    RocqTextError,
+    Sentence,
+    Statement,
+    split_sentences,
+    validate_header,
+    validate_proof,
+    validate_statement,
+    validate_tactics,
+)
+from lean_env.rocq.config import CHECKS_VERSION, RocqConfig, RocqConfigError
+
+__all__ = [
+    "CHECKS_VERSION",
+    "PROP_CHECK",
+    "THEOREM_KEYWORDS",
+    "RocqBackend",
+    "RocqConfig",
+    "RocqConfigError",
+    "RocqTextError",
+    "Sentence",
+    "Statement",
+    "TacticResult",
+    "split_sentences",
+    "validate_header",
+    "validate_proof",
+    "validate_statement",
+    "validate_tactics",
+]

@@ -1,0 +1,393 @@
+"""The Rocq (Coq 8.16) prover backend.
+
+This is a reward function: a proof it wrongly accepts is a proof self-play
+learns to write.  A proof is valid when all of this holds:
+
+1. the header, the statement and the body pass :mod:`lean_env.rocq.checks`
+   (``Proof.``, tactic sentences only, ``Qed.``, nothing after it);
+2. in a coqtop session at the state right after the header, the trusted
+   statement opens exactly the proof of its name;
+3. every body sentence, sent one at a time, moves Coq to a new state and
+   prints no error (the first failure ends the check), and each reply has
+   exactly the structure :mod:`lean_env.rocq.output` expects;
+4. after ``Qed.`` no proof is open, and ``Print Assumptions Top.name.``
+   answers "Closed under the global context" or lists only
+   ``RocqConfig.allowed_axioms``.
+
+Because we send the trusted statement ourselves and the body may hold
+nothing but tactics, the body cannot swap the statement; the checks after
+``Qed`` confirm that the named theorem now exists and depends on nothing
+unexpected.  Before every piece of work the session goes back (``BackTo``)
+to the state right after the header, so proofs never see each other.
+
+Failures of the machinery are classified: a hung check is killed and answers
+``timeout``; a dead coqtop is replaced and the check retried once before it
+answers ``system_error``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Literal, Optional
+
+from lean_env.backend import ProverBackend
+from lean_env.rocq.checks import (
+    RocqTextError,
+    Sentence,
+    Statement,
+    validate_header,
+    validate_proof,
+    validate_statement,
+    validate_tactics,
+)
+from lean_env.rocq.config import CHECKS_VERSION, TOPLEVEL_MODULE, RocqConfig
+from lean_env.rocq.output import Reply, parse_assumptions
+from lean_env.rocq.session import RocqSession, SessionDied, SessionError, SessionGarbled, SessionTimeout
+from lean_env.verdict import ProofTask, Status, Verdict
+
+#: fails unless the goal is a proposition (its type is exactly ``Prop``)
+PROP_CHECK = "lazymatch goal with |- ?G => let s := type of G in constr_eq s Prop end."
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What one piece of work concluded (a verdict without timing)."""
+
+    #: the verdict status
+    status: Status
+    #: the verdict reason (``ok``, ``prover_error``, ``banned:<word>``, ...)
+    reason: str
+    #: prover or checker messages
+    messages: tuple[str, ...] = ()
+
+
+class _Stop(Exception):
+    """Ends a piece of work early with its outcome."""
+
+    def __init__(self, status: Status, reason: str, messages: tuple[str, ...]) -> None:
+        super().__init__(reason)
+        self.outcome = _Outcome(status, reason, messages)
+
+
+@dataclass
+class TacticResult:
+    """The answer to one step of the tactic-level API."""
+
+    #: ``goals``: the proof goes on; ``error``: the step was refused or failed
+    #: and the proof is unchanged; ``finished``: the proof is closed and
+    #: verified (``verdict`` is valid); ``failed``: the proof cannot go on
+    #: (``verdict`` says why)
+    kind: Literal["goals", "error", "finished", "failed"]
+    #: Coq's display of the remaining goals (unchanged after an error)
+    goals: str = ""
+    #: prover or checker messages about this step
+    messages: list[str] = field(default_factory=list)
+    #: the final verdict, for ``finished`` and ``failed``
+    verdict: Optional[Verdict] = None
+
+
+@dataclass
+class _OpenProof:
+    """A proof being built through the tactic-level API."""
+
+    #: the session holding the proof (the proof is lost if it is replaced)
+    session: RocqSession
+    #: the theorem being proved
+    statement: Statement
+    #: the goals as Coq last displayed them
+    goals: str
+
+
+class RocqBackend(ProverBackend):
+    """Checks Rocq proofs on one persistent coqtop session (plus a spare)."""
+
+    name = "rocq"
+
+    def __init__(self, config: Optional[RocqConfig] = None, *, worker: str = "") -> None:
+        """Raises :class:`~lean_env.rocq.config.RocqConfigError` when coqtop
+        cannot be found or does not report a version."""
+        self.config = config or RocqConfig()
+        self._argv = self.config.argv()
+        self._coq_version = self.config.probe_version()
+        self._env = self.config.child_env()
+        self._limits = self.config.limits()
+        self._allowed_axioms = frozenset(self.config.allowed_axioms)
+        #: name reported in every verdict
+        self.worker = worker or f"rocq:{socket.gethostname()}:{os.getpid()}"
+        self._session: Optional[RocqSession] = None
+        self._spare: Optional[RocqSession] = None
+        self._proof: Optional[_OpenProof] = None
+
+    @property
+    def version(self) -> str:
+        return f"rocq-{self._coq_version}|checks-{CHECKS_VERSION}|{self.config.policy_fingerprint()}"
+
+    @property
+    def pid(self) -> Optional[int]:
+        """Process id of the current coqtop session, if one is running."""
+        return self._session.pid if self._session is not None else None
+
+    # -- whole proofs -----------------------------------------------------
+    def check_proof(self, task: ProofTask, timeout: Optional[float] = None) -> Verdict:
+        started = time.monotonic()
+        limit = self._timeout(timeout)
+        try:
+            header = self._validate_header(getattr(task, "header", None))
+            statement = validate_statement(getattr(task, "statement", None),
+                                           max_chars=self.config.max_statement_chars)
+            body = validate_proof(getattr(task, "proof", None), max_chars=self.config.max_proof_chars,
+                                  max_sentences=self.config.max_sentences)
+        except RocqTextError as e:
+            return self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
+        return self._attempt(lambda session: self._prove(session, header, statement, body, limit), started)
+
+    def check_statement(self, header: str, statement: str, timeout: Optional[float] = None) -> Verdict:
+        started = time.monotonic()
+        limit = self._timeout(timeout)
+        try:
+            sentences = self._validate_header(header)
+            parsed = validate_statement(statement, max_chars=self.config.max_statement_chars)
+        except RocqTextError as e:
+            return self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
+        return self._attempt(lambda session: self._elaborate(session, sentences, parsed, limit), started)
+
+    def _prove(self, session: RocqSession, header: list[Sentence], statement: Statement,
+               body: list[Sentence], timeout: float) -> _Outcome:
+        deadline = self._enter(session, header, timeout)
+        with self._input_blamed():
+            self._open(session, statement, deadline)
+            for i, sentence in enumerate(body):
+                reply = session.run(sentence.text, deadline)
+                if not reply.ok:
+                    raise _Stop(Status.INVALID, "prover_error", self._messages(reply))
+                expected = () if i == len(body) - 1 else (statement.name,)
+                if reply.prompt.pending != expected:
+                    raise _Stop(Status.INVALID, "proof_not_closed" if not expected else "protocol_violation",
+                                (f"after {sentence.text[:80]!r} the open proofs are {reply.prompt.pending}",))
+            return self._assumptions(session, statement.name, deadline)
+
+    def _elaborate(self, session: RocqSession, header: list[Sentence], statement: Statement,
+                   timeout: float) -> _Outcome:
+        deadline = self._enter(session, header, timeout)
+        with self._input_blamed():
+            self._open(session, statement, deadline)
+            if not session.run(PROP_CHECK, deadline).ok:
+                raise _Stop(Status.INVALID, "not_a_proposition", ("the statement is not a proposition",))
+            closed = session.run("Admitted.", deadline)
+            if not closed.ok or not closed.prompt.top_level:
+                raise _Stop(Status.INVALID, "statement_error", self._messages(closed))
+        return _Outcome(Status.VALID, "ok")
+
+    def _open(self, session: RocqSession, statement: Statement, deadline: float) -> Reply:
+        """Send the statement; it must open exactly the proof of its name."""
+        opened = session.run(statement.sentence.text, deadline)
+        if not opened.ok or opened.prompt.pending != (statement.name,):
+            raise _Stop(Status.INVALID, "statement_error", self._messages(opened))
+        return opened
+
+    def _assumptions(self, session: RocqSession, name: str, deadline: float) -> _Outcome:
+        """The final check after a successful ``Qed``."""
+        # qualified, so that no notation or library constant of that name can stand in
+        reply = session.run(f"Print Assumptions {TOPLEVEL_MODULE}.{name}.", deadline)
+        if not reply.ok:
+            return _Outcome(Status.INVALID, "not_defined", self._messages(reply))
+        if not parse_assumptions(reply.output).acceptable(self._allowed_axioms):
+            return _Outcome(Status.INVALID, "axioms", self._messages(reply))
+        return _Outcome(Status.VALID, "ok")
+
+    @contextlib.contextmanager
+    def _input_blamed(self) -> Iterator[None]:
+        """While untrusted text runs, output that breaks the protocol (forged
+        prompts, a flood of output) is the text's fault: invalid."""
+        try:
+            yield
+        except SessionGarbled as e:
+            raise _Stop(Status.INVALID, e.reason, (str(e)[:self.config.max_message_chars],)) from e
+
+    # -- tactic-level API -------------------------------------------------
+    def start_proof(self, header: str, statement: str, timeout: Optional[float] = None) -> TacticResult:
+        """Open ``statement`` under ``header`` for :meth:`run_tactic`; any
+        proof opened earlier is abandoned.  Returns ``goals`` with the initial
+        goal, or ``failed`` with the verdict explaining why it cannot open."""
+        started = time.monotonic()
+        limit = self._timeout(timeout)
+        self._proof = None
+        try:
+            sentences = self._validate_header(header)
+            parsed = validate_statement(statement, max_chars=self.config.max_statement_chars)
+        except RocqTextError as e:
+            verdict = self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
+            return TacticResult("failed", messages=list(verdict.messages), verdict=verdict)
+
+        def work(session: RocqSession) -> _Outcome:
+            deadline = self._enter(session, sentences, limit)
+            with self._input_blamed():
+                opened = self._open(session, parsed, deadline)
+                if not session.run("Proof.", deadline).ok:
+                    raise _Stop(Status.INVALID, "statement_error", ("'Proof.' failed",))
+            self._proof = _OpenProof(session=session, statement=parsed, goals=opened.message)
+            return _Outcome(Status.VALID, "open")
+
+        verdict = self._attempt(work, started)
+        if self._proof is None:
+            return TacticResult("failed", messages=list(verdict.messages), verdict=verdict)
+        return TacticResult("goals", goals=self._proof.goals)
+
+    def run_tactic(self, tactic: str, timeout: Optional[float] = None) -> TacticResult:
+        """Run one step (one or more tactic sentences) on the proof opened by
+        :meth:`start_proof`.  A step is atomic: if any sentence fails, the
+        proof returns to where it was before the step.  When no goal is left
+        the proof is closed with ``Qed`` and verified like :meth:`check_proof`.
+        Raises ``RuntimeError`` when no proof is open."""
+        started = time.monotonic()
+        limit = self._timeout(timeout)
+        proof = self._proof
+        if proof is None or proof.session is not self._session or proof.session.broken:
+            raise RuntimeError("no proof in progress: call start_proof first")
+        try:
+            sentences = validate_tactics(tactic, max_chars=self.config.max_proof_chars,
+                                         max_sentences=self.config.max_sentences)
+        except RocqTextError as e:
+            return TacticResult("error", goals=proof.goals, messages=[e.detail])
+        session = proof.session
+        name = proof.statement.name
+        assert session.prompt is not None
+        before = session.prompt.state
+        deadline = time.monotonic() + limit
+        try:
+            for sentence in sentences:
+                reply = session.run(sentence.text, deadline)
+                if not reply.ok:
+                    session.back_to(before, deadline, pending=(name,))
+                    return TacticResult("error", goals=proof.goals, messages=list(self._messages(reply)))
+                if reply.prompt.pending != (name,):
+                    raise SessionGarbled("protocol_violation", f"open proofs became {reply.prompt.pending}")
+            proof.goals = reply.message
+            # Coq's own wording is only a hint to try Qed; Qed decides.
+            if re.search(r"^No more goals", proof.goals, re.M):
+                closed = session.run("Qed.", deadline)
+                if closed.ok and closed.prompt.top_level:
+                    return self._end_proof(self._assumptions(session, name, deadline), started)
+            return TacticResult("goals", goals=proof.goals)
+        except SessionTimeout:
+            return self._end_proof(_Outcome(Status.TIMEOUT, "timeout", ("no answer before the time limit",)),
+                                   started)
+        except SessionGarbled as e:
+            return self._end_proof(_Outcome(Status.INVALID, e.reason, (str(e)[:self.config.max_message_chars],)),
+                                   started)
+        except SessionError as e:
+            return self._end_proof(_Outcome(Status.SYSTEM_ERROR, "crash", (str(e)[:self.config.max_message_chars],)),
+                                   started)
+
+    def _end_proof(self, outcome: _Outcome, started: float) -> TacticResult:
+        self._proof = None
+        self._recycle_if_needed()
+        verdict = self._verdict(outcome, started)
+        kind: Literal["finished", "failed"] = "finished" if verdict.valid else "failed"
+        return TacticResult(kind, messages=list(verdict.messages), verdict=verdict)
+
+    # -- sessions ---------------------------------------------------------
+    def _attempt(self, work: Callable[[RocqSession], _Outcome], started: float) -> Verdict:
+        """Run ``work`` on a ready session; a session that dies or garbles
+        our own commands is replaced and the work retried once."""
+        error: Optional[SessionError] = None
+        for _ in range(2):
+            try:
+                outcome = work(self._ready_session())
+            except _Stop as stop:
+                outcome = stop.outcome
+            except SessionTimeout:
+                self._discard()
+                outcome = _Outcome(Status.TIMEOUT, "timeout", ("no answer before the time limit",))
+            except SessionError as e:
+                self._discard()
+                error = e
+                continue
+            self._recycle_if_needed()
+            return self._verdict(outcome, started)
+        return self._verdict(_Outcome(Status.SYSTEM_ERROR, "crash", (str(error)[:self.config.max_message_chars],)),
+                             started)
+
+    def _enter(self, session: RocqSession, header: list[Sentence], timeout: float) -> float:
+        """Bring ``session`` to the state right after ``header`` (with its own
+        time limit) and return the deadline for the work that follows."""
+        self._proof = None
+        try:
+            failed = session.enter(tuple(s.text for s in header), time.monotonic() + self.config.header_timeout)
+        except SessionTimeout as e:
+            raise _Stop(Status.SYSTEM_ERROR, "header_timeout",
+                        (f"the header did not load within {self.config.header_timeout} s",)) from e
+        if failed is not None:
+            raise _Stop(Status.INVALID, "header_error", self._messages(failed))
+        return time.monotonic() + timeout
+
+    def _ready_session(self) -> RocqSession:
+        if self._session is None or not self._session.alive:
+            self._discard()
+            spare, self._spare = self._spare, None
+            if spare is not None and not spare.alive:
+                spare.kill()
+                spare = None
+            self._session = spare or self._spawn()
+            try:
+                self._session.wait_ready(time.monotonic() + self.config.start_timeout)
+            except SessionTimeout as e:
+                raise SessionDied(f"coqtop did not start within {self.config.start_timeout} s") from e
+        if self.config.spare and self._spare is None:
+            self._spare = self._spawn()
+        return self._session
+
+    def _spawn(self) -> RocqSession:
+        return RocqSession(self._argv, env=self._env, limits=self._limits, name="coqtop")
+
+    def _discard(self) -> None:
+        if self._session is not None:
+            self._session.kill()
+            self._session = None
+        self._proof = None
+
+    def _recycle_if_needed(self) -> None:
+        """Count one use of the session; replace it when broken, worn out or
+        too big (never in the middle of a tactic-level proof)."""
+        session = self._session
+        if session is None:
+            return
+        if session.broken:
+            self._discard()
+            return
+        if self._proof is not None:
+            return
+        session.uses += 1
+        too_big = self.config.max_rss_bytes > 0 and session.rss_bytes() > self.config.max_rss_bytes
+        if session.uses >= self.config.max_checks or too_big:
+            self._discard()
+
+    def close(self) -> None:
+        self._discard()
+        if self._spare is not None:
+            self._spare.kill()
+            self._spare = None
+
+    # -- helpers ----------------------------------------------------------
+    def _validate_header(self, header: object) -> list[Sentence]:
+        return validate_header(header, max_chars=self.config.max_header_chars)
+
+    def _timeout(self, timeout: Optional[float]) -> float:
+        value = self.config.timeout if timeout is None else timeout
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0 and math.isfinite(value)):
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        return float(value)
+
+    def _messages(self, reply: Reply) -> tuple[str, ...]:
+        text = reply.message or "Coq did not accept the sentence"
+        return (text[:self.config.max_message_chars],)
+
+    def _verdict(self, outcome: _Outcome, started: float) -> Verdict:
+        return Verdict(status=outcome.status, reason=outcome.reason, messages=list(outcome.messages),
+                       seconds=time.monotonic() - started, worker=self.worker)

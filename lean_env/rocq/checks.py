@@ -1,0 +1,413 @@
+"""Pure checks of Rocq text before any of it reaches ``coqtop``.
+
+Everything here treats its input as hostile model output.  It splits text into
+sentences exactly the way Coq 8.16's lexer does for the constructs we accept,
+and refuses (with a :class:`RocqTextError` naming a reason) whatever it cannot
+split with certainty or whatever is not allowed where it appears.
+
+Splitting rules (Coq's ``CLexer``):
+
+* comments ``(* ... *)`` nest, and string literals inside comments are lexed
+  as strings, so ``(* "*)" *)`` is one comment;
+* string literals are ``"..."`` with ``""`` standing for one quote;
+* a ``.`` ends a sentence only when followed by a blank (space, tab, newline,
+  carriage return) or the end of the text, so ``Nat.add_comm`` and ``x.(f)``
+  do not end one;
+* at the start of a sentence a run of one bullet character (``-``, ``+``,
+  ``*``) is a sentence of its own, and so are ``{`` and ``}``; ``2: {`` and
+  ``[x]: {`` are sentences too.
+
+Where Coq's behaviour depends on the keyword table (``..``, ``...``, ``.(*``)
+we refuse the text instead of guessing.  The coqtop session independently
+verifies that Coq saw exactly one sentence per sentence sent, so a splitting
+mistake here can only turn into a rejection, never into an accepted proof.
+
+Policy (see :func:`validate_proof`): a proof is ``Proof.`` followed by tactic
+sentences (plus bullets, braces and ``Unshelve.``) and ends with ``Qed.``.
+``Proof using``/``Proof with``, ``Defined.`` and every vernacular command
+inside the proof are refused, including harmless queries such as ``Print``,
+``Check`` or ``Search`` and control prefixes such as ``Time``, ``Fail``,
+``Timeout`` and ``Redirect``: a tactic sentence must start with a lower-case
+tactic name, a goal selector or a tactical bracket, never with a capitalised
+command word.  Tactics that leave holes or skip checks (``admit``,
+``give_up``, ``*_no_check``) and Ltac profiling are refused too.
+
+Statements (see :func:`validate_statement`), trusted task statements and
+untrusted conjectures alike, are one ``<keyword> name ... : type.`` sentence
+with a keyword from :data:`THEOREM_KEYWORDS` and an ASCII name; headers (see
+:func:`validate_header`) only load libraries and open or close scopes.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
+
+#: theorem-like keywords accepted at the start of a statement
+THEOREM_KEYWORDS = ("Theorem", "Lemma", "Example", "Corollary", "Proposition", "Fact", "Remark")
+
+#: tactics that leave a hole or skip a check; never acceptable in a proof
+BANNED_TACTICS = frozenset({
+    "admit", "give_up",
+    "exact_no_check", "vm_cast_no_check", "native_cast_no_check", "change_no_check",
+})
+
+#: command words that are never part of a tactic, wherever they appear
+BANNED_WORDS = frozenset({
+    "Admitted", "Abort", "Qed", "Defined", "Save", "Proof", "Goal",
+    "Axiom", "Axioms", "Parameter", "Parameters", "Hypothesis", "Hypotheses",
+    "Conjecture", "Variable", "Variables", "Context",
+    *THEOREM_KEYWORDS,
+    "Definition", "Fixpoint", "CoFixpoint", "Inductive", "CoInductive", "Instance",
+    "Ltac", "Ltac2", "Reset", "Back", "BackTo", "Undo", "Restart", "Unset",
+    "Redirect", "Extraction", "Drop", "Load", "Cd",
+})
+
+#: sentences a header may contain: loading libraries and opening scopes
+_HEADER_SENTENCE = re.compile(
+    r"(?:From\s+[\w.']+\s+)?Require(?:\s+(?:Import|Export))?(?:\s+[\w.']+)+\s*\.|"
+    r"(?:Import|Export)(?:\s+[\w.']+)+\s*\.|"
+    r"(?:Local\s+)?(?:Open|Close)\s+Scope\s+[\w']+\s*\.",
+)
+
+_BLANKS = " \t\n\r"
+_IDENT = r"[A-Za-z_][A-Za-z0-9_']*"
+#: characters after which ``(*`` certainly starts a comment (no keyword ends there)
+_SAFE_BEFORE_COMMENT = set(_BLANKS) | set("()[]{}\",;_'") | set(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+#: ``2: {`` / ``[x]: {`` at the start of a sentence (a focusing brace command)
+_SELECTOR_BRACE = re.compile(rf"(?:\d+|\[\s*{_IDENT}\s*\])[ \t\n\r]*:[ \t\n\r]*\{{")
+#: a goal selector that may prefix a tactic sentence
+_SELECTOR = re.compile(
+    rf"(?:all|par|!|\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*|\[\s*{_IDENT}\s*\])\s*:\s*")
+_STATEMENT_HEAD = re.compile(rf"({'|'.join(THEOREM_KEYWORDS)})\s+({_IDENT})(?=[\s(\[{{`:])")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
+#: characters refused everywhere: controls (except tab, newline, CR), format
+#: characters (bidi overrides, zero-width joiners), surrogates, private-use and
+#: unassigned code points, and every space other than U+0020
+_BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
+
+
+class RocqTextError(ValueError):
+    """Untrusted text was refused.  ``reason`` is the verdict reason."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        #: short machine-readable classification (``banned:Admitted``, ``syntax:...``)
+        self.reason = reason
+        #: human-readable explanation, quoted back to the model as feedback
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One Coq sentence as Coq's parser sees it."""
+
+    #: exact source text, from its first token to its terminator
+    text: str
+    #: offset of ``text`` in the source
+    start: int
+    #: ``command`` ends with a ``.``; ``bullet``/``brace`` stand alone
+    kind: Literal["command", "bullet", "brace"]
+    #: ``text`` with comments blanked out and string contents removed, for
+    #: looking at words without being fooled by comments or strings
+    code: str
+
+    def words(self) -> list[str]:
+        """ASCII identifier-like words outside comments and strings.  A word
+        next to a non-ASCII letter counts on its own (``admitα`` yields
+        ``admit``), so a banned word is found even where Coq would read a
+        longer identifier: refusing too much, never too little."""
+        return _WORD.findall(self.code)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A validated theorem statement."""
+
+    #: the statement as one sentence
+    sentence: Sentence
+    #: ``Theorem``, ``Lemma``, ...
+    keyword: str
+    #: the name being declared
+    name: str
+
+
+def check_characters(text: object, *, max_chars: int, what: str) -> str:
+    """Refuse non-strings, over-long text, lone surrogates and control,
+    format or exotic space characters; return the text unchanged."""
+    if not isinstance(text, str):
+        raise RocqTextError("bad_input", f"{what} must be a string, not {type(text).__name__}")
+    if len(text) > max_chars:
+        raise RocqTextError("too_long", f"{what} has {len(text)} characters (at most {max_chars})")
+    for i, ch in enumerate(text):
+        if ch in "\t\n\r" or (" " <= ch <= "~"):
+            continue
+        if unicodedata.category(ch) in _BAD_CATEGORIES:
+            raise RocqTextError("bad_character", f"{what} contains U+{ord(ch):04X} at offset {i}")
+    return text
+
+
+def split_sentences(text: str) -> list[Sentence]:
+    """Split Rocq source into sentences; raise :class:`RocqTextError` on an
+    unterminated comment, string or sentence, or on a construct whose
+    splitting depends on Coq's keyword table."""
+    sentences: list[Sentence] = []
+    n = len(text)
+    i = 0
+    at_start = True        # Coq's ``between_commands``: bullets and braces allowed
+    start: int | None = None   # offset of the current sentence's first token
+    code: list[str] = []
+
+    def emit(end: int, kind: Literal["command", "bullet", "brace"], first: int) -> None:
+        sentences.append(Sentence(text=text[first:end], start=first, kind=kind, code="".join(code).strip()))
+        code.clear()
+
+    while i < n:
+        ch = text[i]
+        if text.startswith("(*", i):
+            if start is not None and text[i - 1] not in _SAFE_BEFORE_COMMENT:
+                raise RocqTextError("syntax:comment", f"a comment right after {text[i - 1]!r} at offset {i} "
+                                    "is ambiguous")
+            i = _skip_comment(text, i)
+            if start is not None:
+                code.append(" ")
+            continue
+        if ch in _BLANKS:
+            if start is not None:
+                code.append(ch)
+            i += 1
+            continue
+        if text.startswith("*)", i):
+            raise RocqTextError("syntax:comment", f"'*)' outside a comment at offset {i}")
+        if start is None and at_start and ch in "-+*":
+            j = i
+            while j < n and text[j] == ch:
+                j += 1
+            code.append(text[i:j])
+            emit(j, "bullet", i)
+            i = j
+            continue
+        if start is None and ch in "{}":
+            # outside the between-commands state Coq reads the longest keyword here
+            if not at_start:
+                _check_brace_alone(text, i + 1)
+            code.append(ch)
+            emit(i + 1, "brace", i)
+            i += 1
+            continue
+        if start is None and at_start:
+            m = _SELECTOR_BRACE.match(text, i)
+            if m:
+                _check_brace_alone(text, m.end())
+                code.append(m.group(0))
+                emit(m.end(), "brace", i)
+                i = m.end()
+                at_start = False   # the selector's number ends Coq's between-commands state
+                continue
+        if start is None:
+            start = i
+        if ch == '"':
+            j = _skip_string(text, i)
+            code.append('""')
+            i = j
+            at_start = False
+            continue
+        if ch == ".":
+            nxt = text[i + 1] if i + 1 < n else ""
+            if nxt == ".":
+                raise RocqTextError("syntax:ellipsis", f"'..' at offset {i} is not accepted")
+            code.append(".")
+            i += 1
+            if nxt == "" or nxt in _BLANKS:
+                emit(i, "command", start)
+                start = None
+                at_start = True
+            else:
+                at_start = False
+            continue
+        code.append(ch)
+        at_start = False
+        i += 1
+    if start is not None:
+        raise RocqTextError("syntax:unterminated", "the text ends inside a sentence (missing '.')")
+    return sentences
+
+
+def _check_brace_alone(text: str, j: int) -> None:
+    """A brace Coq lexes with its keyword table is certainly a brace alone
+    when followed by a blank, the end of the text or an identifier character;
+    another symbol might make a longer keyword (``{|``)."""
+    if j < len(text) and text[j] not in _BLANKS and not (text[j].isascii() and (text[j].isalnum() or text[j] == "_")):
+        raise RocqTextError("syntax:brace", f"ambiguous {text[j - 1:j + 1]!r} at offset {j - 1}")
+
+
+def _skip_comment(text: str, i: int) -> int:
+    """Return the offset just after the comment opening at ``i``."""
+    depth = 0
+    n = len(text)
+    while i < n:
+        if text.startswith("(*", i):
+            depth += 1
+            i += 2
+        elif text.startswith("*)", i):
+            depth -= 1
+            i += 2
+            if depth == 0:
+                return i
+        elif text[i] == '"':
+            i = _skip_string(text, i)
+        else:
+            i += 1
+    raise RocqTextError("syntax:unterminated", "unterminated comment")
+
+
+def _skip_string(text: str, i: int) -> int:
+    """Return the offset just after the string literal opening at ``i``."""
+    j = i + 1
+    n = len(text)
+    while j < n:
+        if text[j] == '"':
+            if j + 1 < n and text[j + 1] == '"':
+                j += 2
+                continue
+            return j + 1
+        j += 1
+    raise RocqTextError("syntax:unterminated", "unterminated string literal")
+
+
+def _is(sentence: Sentence, pattern: str) -> bool:
+    return re.fullmatch(pattern, sentence.code) is not None
+
+
+def _check_banned_words(sentence: Sentence) -> None:
+    banned = sorted((BANNED_WORDS | BANNED_TACTICS).intersection(sentence.words()))
+    if banned:
+        raise RocqTextError(f"banned:{banned[0]}", f"{banned[0]!r} is not allowed in {sentence.text[:80]!r}")
+
+
+def check_tactic_sentence(sentence: Sentence) -> None:
+    """Accept a bullet, a brace, ``Unshelve.`` or a sentence that runs tactics;
+    refuse everything else with a ``banned:<word>`` or ``not_a_tactic`` reason."""
+    if sentence.kind != "command" or _is(sentence, r"Unshelve\s*\."):
+        return
+    code = sentence.code
+    first = _WORD.match(code)
+    if first and first.group(0)[0].isupper():
+        raise RocqTextError(f"banned:{first.group(0)}", f"command {first.group(0)!r} is not allowed in a proof")
+    _check_banned_words(sentence)
+    if re.search(r"(?<![A-Za-z0-9_'])ltac\s+profil", code):
+        raise RocqTextError("banned:ltac_profiling", "Ltac profiling is not allowed")
+    body = code
+    selector = _SELECTOR.match(body)
+    if selector:
+        body = body[selector.end():]
+    if not body or not (body[0].islower() and body[0].isascii() or body[0] in "(["):
+        raise RocqTextError("not_a_tactic", f"{sentence.text[:80]!r} does not start with a tactic")
+
+
+def validate_proof(proof: object, *, max_chars: int = 50_000, max_sentences: int = 2_000) -> list[Sentence]:
+    """Check an untrusted proof body and return its sentences.
+
+    The body must be ``Proof.``, then tactic sentences, then ``Qed.`` with
+    nothing but blanks and comments after it.
+    """
+    text = check_characters(proof, max_chars=max_chars, what="proof")
+    sentences = split_sentences(text)
+    if not sentences:
+        raise RocqTextError("empty", "the proof is empty")
+    if len(sentences) > max_sentences:
+        raise RocqTextError("too_long", f"{len(sentences)} sentences (at most {max_sentences})")
+    head = sentences[0]
+    if not _is(head, r"Proof\s*\."):
+        if head.code.startswith("Proof"):
+            raise RocqTextError("banned:Proof_variant", f"only a plain 'Proof.' is accepted, not {head.text[:80]!r}")
+        raise RocqTextError("proof_start", f"the proof must start with 'Proof.', not {head.text[:80]!r}")
+    if len(sentences) == 1:
+        raise RocqTextError("proof_end", "the proof must end with 'Qed.'")
+    *middle, last = sentences[1:]
+    for i, sentence in enumerate(middle):
+        if _is(sentence, r"Qed\s*\."):
+            trailing = sentences[i + 2].text[:80]
+            raise RocqTextError("after_qed", f"text after the proof is closed: {trailing!r}")
+        check_tactic_sentence(sentence)
+    if not _is(last, r"Qed\s*\."):
+        check_tactic_sentence(last)  # names the command when the proof ends with Defined/Admitted/...
+        raise RocqTextError("proof_end", f"the proof must end with 'Qed.', not {last.text[:80]!r}")
+    return sentences
+
+
+def validate_statement(statement: object, *, max_chars: int = 10_000) -> Statement:
+    """Check a theorem statement: exactly one ``Theorem name ... : type.``
+    sentence (or another keyword of :data:`THEOREM_KEYWORDS`), declaring
+    exactly one theorem, with no tactics or holes inside.
+
+    Used for trusted task statements and for untrusted conjectures alike.
+    Whether the statement elaborates (including whether it has a ``:`` and a
+    type) is for Coq to say.
+    """
+    text = check_characters(statement, max_chars=max_chars, what="statement")
+    sentences = split_sentences(text)
+    if len(sentences) != 1 or sentences[0].kind != "command":
+        raise RocqTextError("statement_shape", f"expected exactly one sentence, got {len(sentences)}")
+    sentence = sentences[0]
+    head = _STATEMENT_HEAD.match(sentence.code)
+    if head is None:
+        raise RocqTextError("statement_shape",
+                            f"expected '<{'|'.join(THEOREM_KEYWORDS)}> name ... : type.', got {sentence.text[:80]!r}")
+    keyword, name = head.groups()
+    rest = Sentence(text=sentence.text, start=sentence.start, kind="command", code=sentence.code[head.end():])
+    _check_banned_words(rest)
+    tactics = sorted({"ltac", "ltac2"}.intersection(rest.words()))
+    if tactics:
+        raise RocqTextError(f"banned:{tactics[0]}", "tactics inside a statement are not allowed")
+    if _has_mutual_with(rest.code):
+        raise RocqTextError("statement_shape", "mutual statements ('... with ...') are not accepted")
+    return Statement(sentence=sentence, keyword=keyword, name=name)
+
+
+def _has_mutual_with(code: str) -> bool:
+    """Whether ``with`` occurs outside brackets and outside ``match ... end``
+    (a mutual ``Theorem a : A with b : B``)."""
+    depth = 0
+    open_matches = 0
+    for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_']*|[()\[\]{}]", code):
+        token = m.group(0)
+        if token in "([{":
+            depth += 1
+        elif token in ")]}":
+            depth -= 1
+        elif depth == 0 and token == "match":
+            open_matches += 1
+        elif depth == 0 and token == "end":
+            open_matches -= 1
+        elif depth == 0 and token == "with" and open_matches <= 0:
+            return True
+    return False
+
+
+def validate_header(header: object, *, max_chars: int = 10_000) -> list[Sentence]:
+    """Check a task header: only ``Require``/``From ... Require``,
+    ``Import``/``Export`` and ``Open Scope``/``Close Scope`` sentences."""
+    text = check_characters(header, max_chars=max_chars, what="header")
+    sentences = split_sentences(text)
+    for sentence in sentences:
+        if sentence.kind != "command" or not _HEADER_SENTENCE.fullmatch(sentence.code):
+            raise RocqTextError("header_rejected", f"header sentence not accepted: {sentence.text[:80]!r}")
+    return sentences
+
+
+def validate_tactics(text: object, *, max_chars: int = 50_000, max_sentences: int = 2_000) -> list[Sentence]:
+    """Check one step of the tactic-level API: one or more tactic sentences
+    (bullets and braces allowed), no ``Proof.`` and no ``Qed.``."""
+    checked = check_characters(text, max_chars=max_chars, what="tactic")
+    sentences = split_sentences(checked)
+    if not sentences:
+        raise RocqTextError("empty", "no tactic given")
+    if len(sentences) > max_sentences:
+        raise RocqTextError("too_long", f"{len(sentences)} sentences (at most {max_sentences})")
+    for sentence in sentences:
+        check_tactic_sentence(sentence)
+    return sentences
