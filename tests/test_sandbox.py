@@ -75,6 +75,10 @@ def test_stderr_is_drained_and_kept():
     p = python("import sys\nfor i in range(20000): sys.stderr.write('noise %d\\n' % i)\nprint('done', flush=True)")
     try:
         assert p.read_until(line_frame, time.monotonic() + 20) == b"done\n"
+        # stderr is read by its own thread: give it a moment to catch up
+        deadline = time.monotonic() + 20
+        while "noise 19999" not in p.stderr_tail() and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert "noise 19999" in p.stderr_tail()
     finally:
         p.kill()

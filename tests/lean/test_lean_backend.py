@@ -17,7 +17,7 @@ import pytest
 from lean_env.lean import (
     LeanBackend, LeanConfig, LeanConfigError, ProofStateRef, ReplProcess, TacticStatus)
 from lean_env.verdict import ProofTask, Status
-from lean_support import (
+from tests.lean.lean_support import (
     FIXTURES, REPLAY, logged_requests, needs_fixtures, replay_backend, replay_command, requests, responses,
     split_at_by, wait_for)
 

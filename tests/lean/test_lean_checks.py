@@ -12,7 +12,7 @@ from lean_env.lean.checks import (
     check_trusted_statement, judge_axioms, judge_command, mask_comments_and_literals, named_statement,
     normalize_body, parse_axioms, prepare_proof, theorem_name)
 from lean_env.lean.protocol import CommandResponse, Message, parse_command_response
-from lean_support import needs_fixtures, responses
+from tests.lean.lean_support import needs_fixtures, responses
 
 STATEMENT = "theorem t (a b : Nat) : a + b = b + a := by"
 

@@ -11,7 +11,7 @@ from lean_env.lean.protocol import (
     CommandResponse, Position, ProofStepResponse, ProtocolError, ReplError, RequestEncodingError,
     command_request, decode_response, encode_request, parse_command_response, parse_tactic_response,
     response_frame_end, tactic_request)
-from lean_support import FIXTURES, needs_fixtures, requests, responses, transcript_names
+from tests.lean.lean_support import FIXTURES, needs_fixtures, requests, responses, transcript_names
 
 
 # -- encoding -----------------------------------------------------------------

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from lean_support import REPO_ROOT
+from tests.lean.lean_support import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "tools" / "setup_lean.sh"
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
