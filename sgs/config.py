@@ -516,7 +516,9 @@ def _check_method(problems: list[str], method: MethodConfig) -> None:
     _at_least(problems, "method.max_proofs_per_target", method.max_proofs_per_target, 1)
     _at_least(problems, "method.ei_replay_iterations", method.ei_replay_iterations, 1)
     _at_least(problems, "method.batch_size", method.batch_size, 1)
-    _fraction(problems, "method.conjecture_keep_quantile", method.conjecture_keep_quantile)
+    # sgs.rewards.keep_threshold indexes the sorted rates at floor(q * n): q = 1 is past the end.
+    if not 0.0 < method.conjecture_keep_quantile < 1.0:
+        problems.append(f"method.conjecture_keep_quantile={method.conjecture_keep_quantile!r} must lie in (0, 1)")
     # rewards.overlong_penalty needs room between the threshold and max_tokens.
     if not 0.0 < method.overlong_fraction < 1.0:
         problems.append(f"method.overlong_fraction={method.overlong_fraction!r} must lie strictly between 0 and 1")

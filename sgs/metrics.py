@@ -1,0 +1,249 @@
+"""Per-iteration metrics (SPEC §1.6), computed from the stored records, and
+where they are sent (wandb, the Ray dashboard).
+
+The metric functions are pure: they read records of one iteration and return
+plain numbers, so ``metrics.jsonl`` can be recomputed from a run directory.
+Every value is a finite number, an int, or None when it is undefined (a mean
+over nothing), so each line is valid JSON.  Keys are flat; a ``/`` groups
+related keys (``verification/timeout``), which wandb shows as one panel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lean_env.verdict import Status
+from sgs.config import LoggingConfig
+from sgs.records import Attempt, Conjecture, ConjectureScore
+from sgs.rewards import solve_rate
+from sgs.roles import Failure, conclusion_length, has_disjunctive_conclusion
+
+#: Rejection reasons meaning the output held no well-formed statement (the
+#: other reasons, duplicates and failed elaboration, come after extraction).
+_PARSE_FAILURES = frozenset(failure.value for failure in Failure)
+#: Outcome of an attempt whose output held no proof to check.
+NO_PROOF = "no_proof"
+#: Verification outcomes in the order they are reported.
+OUTCOMES = (Status.VALID.value, Status.INVALID.value, Status.TIMEOUT.value, Status.SYSTEM_ERROR.value, NO_PROOF)
+
+
+@dataclass(frozen=True)
+class PhaseStats:
+    """What one phase did in this process (observability only, not stored as records)."""
+
+    seconds: float
+    """Wall time of the phase."""
+    tokens: int = 0
+    """Tokens the engines generated in the phase."""
+    verifications: int = 0
+    """Verdicts the verifier pool returned in the phase."""
+
+
+# --------------------------------------------------------------------------
+# Attempts
+# --------------------------------------------------------------------------
+
+
+def attempt_outcome(attempt: Attempt) -> str:
+    """The verdict status, or ``no_proof`` when nothing could be extracted."""
+    return NO_PROOF if attempt.verdict is None else attempt.verdict.status.value
+
+
+def rollout_status(attempt: Attempt) -> str:
+    """The status the solve rate and the objectives use: an output with no
+    proof in it is a failed attempt, like a rejected proof."""
+    return Status.INVALID.value if attempt.verdict is None else attempt.verdict.status.value
+
+
+def solve_rates(attempts: Iterable[Attempt]) -> dict[str, float | None]:
+    """s(x) per problem id (:func:`sgs.rewards.solve_rate`; None: only system errors)."""
+    statuses: dict[str, list[str]] = {}
+    for attempt in attempts:
+        statuses.setdefault(attempt.problem_id, []).append(rollout_status(attempt))
+    return {problem: solve_rate(found) for problem, found in statuses.items()}
+
+
+def pass_at_k(attempts: Iterable[Attempt], training_ids: Sequence[str]) -> float:
+    """Share of the training targets with at least one verified attempt."""
+    if not training_ids:
+        return 0.0
+    solved = {a.problem_id for a in attempts if a.problem_kind == "target" and a.verified}
+    return sum(target in solved for target in training_ids) / len(training_ids)
+
+
+def verification_outcomes(attempts: Iterable[Attempt]) -> dict[str, int]:
+    """Attempts per outcome: valid, invalid, timeout, system_error, no_proof."""
+    counts = Counter(attempt_outcome(a) for a in attempts)
+    return {outcome: counts.get(outcome, 0) for outcome in OUTCOMES}
+
+
+def system_error_rate(outcomes: Mapping[str, int]) -> float:
+    """System errors among the checked attempts (SPEC §1.6: must stay under 1%)."""
+    checked = sum(outcomes[o] for o in OUTCOMES if o != NO_PROOF)
+    return outcomes[Status.SYSTEM_ERROR.value] / checked if checked else 0.0
+
+
+def solve_rate_histogram(rates: Iterable[float | None], k: int) -> dict[str, int]:
+    """Problems per solve rate, binned by the number of correct attempts out of
+    ``k`` (key ``"j"``, j = 0..k); problems with no real verdict are left out."""
+    bins = Counter(round(rate * k) for rate in rates if rate is not None)
+    return {str(j): bins.get(j, 0) for j in range(k + 1)}
+
+
+def mean(values: Iterable[float]) -> float | None:
+    """Mean of the finite values; None when there are none."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else None
+
+
+# --------------------------------------------------------------------------
+# Conjectures
+# --------------------------------------------------------------------------
+
+
+def conjecture_metrics(conjectures: Sequence[Conjecture], scores: Sequence[ConjectureScore],
+                       language: str) -> dict[str, Any]:
+    """Counts, rejection reasons, Guide and reward statistics, collapse signals.
+
+    ``sampled`` counts every Conjecturer sample, ``extracted`` those whose
+    output held a well-formed statement, ``attempted`` those that also were
+    new and elaborated (the Solver attempted them), ``kept`` those selected
+    for reward.
+    """
+    rejections = Counter(c.extraction_error for c in conjectures if c.extraction_error is not None)
+    statements = [c.statement for c in conjectures if c.statement is not None]
+    kept = [s for s in scores if s.kept]
+    reviewed = [s for s in scores if s.guide_output is not None]
+    metrics: dict[str, Any] = {
+        "conjectures_sampled": len(conjectures),
+        "conjectures_extracted": len(conjectures) - sum(n for r, n in rejections.items() if r in _PARSE_FAILURES),
+        "conjectures_attempted": len(statements),
+        "conjectures_kept": len(kept),
+        "mean_guide_score": mean(s.r_guide for s in reviewed),
+        "guide_reviews": len(reviewed),
+        "guide_parse_failures": sum(s.guide_parse_error is not None for s in reviewed),
+        # R_solve = 1 - s for kept conjectures, 0 for the rest (paper Alg. 1).
+        "mean_r_solve": mean((1.0 - s.solve_rate) if s.kept else 0.0 for s in scores),
+        "mean_conjecturer_reward": mean(s.reward for s in scores),
+        "mean_conjecturer_reward_kept": mean(s.reward for s in kept),
+        "disjunctive_share": mean(float(has_disjunctive_conclusion(st, language)) for st in statements),
+        "mean_conclusion_length": mean(conclusion_length(st, language) for st in statements),
+    }
+    metrics.update({f"conjecture_rejected/{reason}": n for reason, n in sorted(rejections.items())})
+    return metrics
+
+
+# --------------------------------------------------------------------------
+# One iteration
+# --------------------------------------------------------------------------
+
+
+def iteration_metrics(
+    *,
+    iteration: int,
+    attempts: Sequence[Attempt],
+    conjectures: Sequence[Conjecture],
+    scores: Sequence[ConjectureScore],
+    training_ids: Sequence[str],
+    k: int,
+    language: str,
+    generations: int,
+    cumulative_solve_rate: float,
+    phases: Mapping[str, PhaseStats],
+    training: Mapping[str, Mapping[str, float]],
+) -> dict[str, Any]:
+    """The ``metrics.jsonl`` line of one iteration.
+
+    ``generations`` is the run's cumulative count (SPEC §1.1) and
+    ``cumulative_solve_rate`` the solved share of the training targets, both
+    as of the end of this iteration.  ``phases`` holds the phases this
+    process ran (a phase finished before a resume has no timing);
+    ``training`` the learner's numbers per trained role.
+    """
+    target_attempts = [a for a in attempts if a.problem_kind == "target"]
+    conjecture_attempts = [a for a in attempts if a.problem_kind == "conjecture"]
+    outcomes = verification_outcomes(attempts)
+    metrics: dict[str, Any] = {
+        "iteration": iteration,
+        "generations": generations,
+        "generations_this_iteration": len(attempts) + len(conjectures),
+        "cumulative_solve_rate": cumulative_solve_rate,
+        "pass_at_k": pass_at_k(target_attempts, training_ids),
+        "targets_attempted": len({a.problem_id for a in target_attempts}),
+        "solver_samples": len(attempts),
+        "mean_solver_reward": mean(a.reward for a in attempts),
+        "system_error_rate": system_error_rate(outcomes),
+        "solver_entropy": mean(a.completion.entropy for a in attempts),
+        "conjecturer_entropy": mean(c.completion.entropy for c in conjectures),
+        "solver_mean_tokens": mean(a.completion.num_tokens for a in attempts),
+    }
+    metrics.update(conjecture_metrics(conjectures, scores, language))
+    metrics.update({f"verification/{o}": n for o, n in outcomes.items()})
+    for kind, group in (("target", target_attempts), ("conjecture", conjecture_attempts)):
+        histogram = solve_rate_histogram(solve_rates(group).values(), k)
+        metrics.update({f"solve_rate_hist/{kind}/{j}": n for j, n in histogram.items()})
+    for phase, stats in phases.items():
+        metrics[f"phase_seconds/{phase}"] = stats.seconds
+        if stats.tokens and stats.seconds > 0:
+            metrics[f"tokens_per_second/{phase}"] = stats.tokens / stats.seconds
+        if stats.verifications and stats.seconds > 0:
+            metrics[f"verifications_per_second/{phase}"] = stats.verifications / stats.seconds
+    for role, numbers in training.items():
+        metrics.update({f"train/{role}/{key}": value for key, value in numbers.items()})
+    return metrics
+
+
+# --------------------------------------------------------------------------
+# Sinks
+# --------------------------------------------------------------------------
+
+
+def wandb_run_id(run_dir: str | Path) -> str:
+    """A stable wandb id per run directory, so a resumed run logs to the same run."""
+    return hashlib.sha256(str(Path(run_dir).resolve()).encode()).hexdigest()[:16]
+
+
+class MetricsSink:
+    """Sends each iteration's metrics to wandb (offline unless configured) and
+    to the Ray dashboard (as ``ray.util.metrics`` gauges of the headline numbers)."""
+
+    #: Metrics shown on the Ray dashboard.
+    GAUGES = ("cumulative_solve_rate", "pass_at_k", "generations", "conjectures_kept", "system_error_rate")
+
+    def __init__(self, logging: LoggingConfig, run_dir: str | Path, *, name: str, config: Mapping[str, Any]):
+        self._wandb = None
+        if logging.wandb_mode != "disabled":
+            import wandb
+
+            self._wandb = wandb.init(
+                project=logging.wandb_project,
+                entity=logging.wandb_entity,
+                mode=logging.wandb_mode,
+                dir=str(run_dir),
+                id=wandb_run_id(run_dir),
+                name=name,
+                config=dict(config),
+                resume="allow",
+            )
+        from ray.util.metrics import Gauge
+
+        self._gauges = {key: Gauge(f"sgs_{key}", description=f"SGS {key} of the latest iteration")
+                        for key in self.GAUGES}
+
+    def log(self, metrics: Mapping[str, Any]) -> None:
+        if self._wandb is not None:
+            self._wandb.log({k: v for k, v in metrics.items() if v is not None}, step=metrics["iteration"])
+        for key, gauge in self._gauges.items():
+            if metrics.get(key) is not None:
+                gauge.set(float(metrics[key]))
+
+    def close(self) -> None:
+        if self._wandb is not None:
+            self._wandb.finish()
+            self._wandb = None

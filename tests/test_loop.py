@@ -1,0 +1,508 @@
+"""The loop and the ``python -m sgs`` entry point.
+
+Unit tests cover the pure parts (batching, seeds, target files, prompt
+wrapping, settings, the objectives' view of attempts, which checkpoint a run
+resumes on).  The end-to-end tests run ``python -m sgs`` as a subprocess with
+real Ray actors, real Ray Train and real Rocq, and check the run directory.
+
+A randomly initialised tiny model never writes a proof, so nothing would be
+trained.  The end-to-end runs therefore start from a *warm* tiny model: the
+tiny model fine-tuned here for a few seconds to answer each role in format
+(a Solver proof from a small set of tactics, a Conjecturer statement from a
+small set of claims, some of them false, ill-typed or equal to a target, and
+Guide scores).  Its samples then verify sometimes, so every phase has work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lean_env.verdict import Status, Verdict
+from sgs.config import ProverConfig, RocqSettings, TargetsConfig, TinyModelSettings
+from sgs.loop import (
+    DUPLICATE_CONJECTURE,
+    DUPLICATE_OF_TARGET,
+    PHASES,
+    TRAIN_METRICS_FILE,
+    Problem,
+    attempt_id,
+    batch_targets,
+    conjecture_id,
+    current_weights,
+    derived_seed,
+    in_conjecturer_batch,
+    screen_conjecture,
+    select_solver_samples,
+)
+from sgs.records import Attempt, Completion, ConjectureScore, Target, prompt_digest
+from sgs.roles import CONJECTURE_NAME_PREFIX, Failure, canonical_form
+from sgs.runtime import Checkpoint, Prompter, backend_spec, chat_prompt
+from sgs.store import REQUIRED_METRICS, Store
+from sgs.targets import TargetError, held_out_by_hash, load_targets
+
+REPO = Path(__file__).resolve().parents[1]
+
+HEADER = "Require Import Arith Lia."
+#: Test targets: some every tactic proves, some a few tactics prove, one none.
+PROPOSITIONS = {
+    "add_0": "forall n : nat, n + 0 = n",
+    "four": "2 + 2 = 4",
+    "le_succ": "forall n : nat, n <= S n",
+    "truth": "True",
+    "mul_comm": "forall a b : nat, a * b = b * a",
+    "hard": "forall n : nat, n * n <> 2",
+    "held": "forall n : nat, 0 + n = n",
+}
+HELD_OUT = {"held"}
+
+
+def make_targets() -> list[Target]:
+    return [Target(id=name, header=HEADER, statement=f"Theorem {name} : {prop}.", held_out=name in HELD_OUT)
+            for name, prop in PROPOSITIONS.items()]
+
+
+# --------------------------------------------------------------------------
+# Unit tests: pure helpers
+# --------------------------------------------------------------------------
+
+
+def test_the_batch_is_every_training_target_or_a_seeded_subsample():
+    targets = make_targets()
+    training = [t for t in targets if not t.held_out]
+    assert batch_targets(targets, None, seed=0, iteration=3) == training
+    assert batch_targets(targets, 100, seed=0, iteration=3) == training
+    sub = batch_targets(targets, 3, seed=0, iteration=3)
+    assert len(sub) == 3 and all(not t.held_out for t in sub)
+    assert sub == batch_targets(targets, 3, seed=0, iteration=3)  # the same on a resume
+    assert [t for t in training if t in sub] == sub  # source order kept
+    others = {tuple(t.id for t in batch_targets(targets, 3, seed=0, iteration=i)) for i in range(10)}
+    assert len(others) > 1  # each iteration draws its own batch
+
+
+def test_derived_seeds_are_stable_and_distinct():
+    assert derived_seed(0, 1, "prove") == derived_seed(0, 1, "prove")
+    seeds = {derived_seed(s, i, p) for s in (0, 1) for i in (0, 1) for p in ("prove", "review")}
+    assert len(seeds) == 8
+
+
+def test_record_ids_name_problem_and_sample():
+    target = Problem("target", "add_0", HEADER, "Theorem add_0 : True.")
+    conj = Problem("conjecture", conjecture_id(2, "add_0", 0), HEADER, "Theorem c : True.")
+    ids = {attempt_id(target, 0), attempt_id(target, 1), attempt_id(conj, 0), attempt_id(conj, 1)}
+    assert len(ids) == 4
+    assert conjecture_id(2, "add_0", 0) != conjecture_id(3, "add_0", 0) != conjecture_id(2, "add_0", 1)
+
+
+def test_conjectures_are_screened_for_form_and_novelty_up_to_renaming():
+    target_forms = {canonical_form(t.statement, "rocq") for t in make_targets()}
+    seen: set[str] = set()
+
+    def screen(claim: str) -> tuple[str | None, str | None]:
+        return screen_conjecture(f"```coq\n{claim}\nAdmitted.\n```", "rocq", target_forms, seen)
+
+    assert screen("no statement here") == (None, "not_a_theorem")
+    assert screen_conjecture("no code block", "rocq", target_forms, seen) == (None, "no_code_block")
+    # The held-out target with its names changed is still the target.
+    assert screen("Lemma mine : forall k : nat, 0 + k = k.") == (None, DUPLICATE_OF_TARGET)
+    statement, rejection = screen("Theorem first : forall n : nat, n + 1 = S n.")
+    assert rejection is None and statement.startswith(f"Theorem {CONJECTURE_NAME_PREFIX}")
+    assert statement.endswith(": forall n : nat, n + 1 = S n.")
+    assert screen("Theorem again : forall m : nat, m + 1 = S m.") == (None, DUPLICATE_CONJECTURE)
+    assert len(seen) == 1
+
+
+def _attempt(problem: str, index: int, status: str | None, reward: float, kind: str = "target") -> Attempt:
+    completion = Completion(prompt_sha256=prompt_digest("p"), text="x", token_ids=[1, 2], logprobs=[-0.1, -0.2],
+                            policy_version=0, finish_reason="stop", entropy=0.5)
+    verdict = None if status is None else Verdict(Status(status))
+    return Attempt(id=f"{problem}/{index}", iteration=0, problem_id=problem, problem_kind=kind,
+                   completion=completion, proof=None if status is None else "Proof. lia. Qed.",
+                   extraction_error="no_code_block" if status is None else None, verdict=verdict, reward=reward)
+
+
+def test_objectives_count_unparsable_outputs_as_failures_and_drop_system_errors():
+    attempts = [
+        # a: 1 valid of 4 judged (the system error does not count): s = 0.25
+        _attempt("a", 0, "valid", 1.0), _attempt("a", 1, None, 0.0), _attempt("a", 2, "invalid", 0.0),
+        _attempt("a", 3, "timeout", 0.0), _attempt("a", 4, "system_error", 0.0),
+        # b: all valid, s = 1: too easy for REINFORCE½ and no CISPO signal
+        _attempt("b", 0, "valid", 1.0), _attempt("b", 1, "valid", 1.0),
+    ]
+    half = select_solver_samples(attempts, "reinforce_half")
+    assert [(s.index, s.weight) for s in half] == [(0, 1.0)]
+    assert {s.index for s in select_solver_samples(attempts, "reinforce")} == {0, 5, 6}
+    cispo = select_solver_samples(attempts, "cispo")
+    assert {s.index for s in cispo} == {0, 1, 2, 3}  # the whole group but the system error
+    assert cispo[0].weight > 0 > cispo[1].weight
+
+
+def _score(kept: bool, weight: float) -> ConjectureScore:
+    return ConjectureScore(conjecture_id="c", solve_rate=0.5, kept=kept, relevance=None, redundancy=None,
+                           complexity=None, guide_output=None, guide_parse_error=None, r_guide=None,
+                           reward=0.5 if kept else 0.0, weight=weight)
+
+
+def test_conjecturer_batch_follows_the_normalisation_rule():
+    assert in_conjecturer_batch(_score(True, 0.0), "reference")
+    assert not in_conjecturer_batch(_score(False, 0.0), "reference")
+    assert in_conjecturer_batch(_score(False, 0.0), "paper")
+
+
+def test_a_run_resumes_on_the_newest_checkpoint_whose_training_phase_is_done(tmp_path):
+    with Store.open(tmp_path / "run", make_targets(), {"x": 1}) as store:
+        assert current_weights(store, "solver", "base") == Checkpoint("base", 0)
+        for phase in PHASES:
+            store.mark_done(0, phase)
+        store.checkpoint_dir("solver", 0).mkdir(parents=True)
+        for phase in PHASES[:3]:
+            store.mark_done(1, phase)
+        # Iteration 1's training was killed half-way: its directory does not count.
+        store.checkpoint_dir("solver", 1).mkdir(parents=True)
+        assert current_weights(store, "solver", "base") == Checkpoint(str(store.checkpoint_dir("solver", 0)), 1)
+        assert current_weights(store, "conjecturer", "base") == Checkpoint("base", 0)
+
+
+# --------------------------------------------------------------------------
+# Unit tests: targets, prompts, settings
+# --------------------------------------------------------------------------
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_rocq_targets_keep_their_held_out_flags_and_honour_limit_and_ids(tmp_path):
+    rows = [{"id": t.id, "header": t.header, "statement": t.statement, "proof": None, "difficulty": 1,
+             "topic": "x", "held_out": t.held_out} for t in make_targets()]
+    source = str(_write_jsonl(tmp_path / "t.jsonl", rows))
+    targets = load_targets(TargetsConfig(source=source), "rocq")
+    assert targets == make_targets()
+    limited = load_targets(TargetsConfig(source=source, limit=2, held_out_ids=["four"]), "rocq")
+    assert [(t.id, t.held_out) for t in limited] == [("add_0", False), ("four", True)]
+
+
+def test_lean_targets_read_the_d3k_layout_and_drop_a_trailing_sorry(tmp_path):
+    d3k = {"iterations": [], "target_statements": {
+        "a1": {"id": "a1", "header": "import Mathlib\n", "theorem": "theorem a1 : 1 = 1 := by", "proofs": []},
+        "b2": {"id": "b2", "header": "import Mathlib\n", "theorem": "theorem b2 : 2 = 2 := by sorry"},
+    }}
+    (tmp_path / "d3k.json").write_text(json.dumps(d3k))
+    targets = load_targets(TargetsConfig(source=str(tmp_path / "d3k.json")), "lean")
+    assert [t.statement for t in targets] == ["theorem a1 : 1 = 1 := by", "theorem b2 : 2 = 2 := by"]
+    (tmp_path / "list.json").write_text(json.dumps(list(d3k["target_statements"].values())))
+    assert load_targets(TargetsConfig(source=str(tmp_path / "list.json")), "lean") == targets
+
+
+def test_the_held_out_fraction_depends_on_the_ids_only():
+    ids = [f"t{i}" for i in range(2000)]
+    held = [i for i in ids if held_out_by_hash(i, 0.2)]
+    assert 300 < len(held) < 500
+    assert held == [i for i in ids if held_out_by_hash(i, 0.2)]
+    assert not any(held_out_by_hash(i, 0.0) for i in ids)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([{"id": "a", "header": "H"}], "field 'statement' must be a string"),
+    ([{"id": 3, "header": "H", "statement": "S"}], "field 'id' must be a string"),
+    ([{"id": "a", "header": "H", "statement": "S", "held_out": "yes"}], "'held_out' must be a boolean"),
+    ([], "holds no targets"),
+])
+def test_malformed_target_files_are_explained(tmp_path, rows, message):
+    source = str(_write_jsonl(tmp_path / "t.jsonl", rows))
+    with pytest.raises(TargetError, match=message):
+        load_targets(TargetsConfig(source=source), "rocq")
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    from sgs.models import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", [], TinyModelSettings(), seed=0)
+
+
+def test_prompts_are_one_chat_turn_that_tokenises_with_a_single_bos(tiny_dir):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
+    prompter = Prompter("rocq", tokenizer)
+    target = make_targets()[0]
+    prompt = prompter.solver(target.header, target.statement)
+    assert target.statement in prompt and prompt.endswith("<|assistant|>\n")
+    ids = prompter.token_ids(prompt)
+    assert ids.count(tokenizer.bos_token_id) == 1 and ids[0] == tokenizer.bos_token_id
+    assert prompter.conjecturer(None) == prompter.conjecturer(None) != prompter.conjecturer(target)
+    assert "Theorem c : True." in prompter.guide(target, "Theorem c : True.")
+    # A base model without a chat template gets the role text as it is.
+    tokenizer.chat_template = None
+    assert chat_prompt(tokenizer, "Prove it.") == "Prove it."
+
+
+def test_prover_settings_become_the_verifier_backend_recipe():
+    prover = ProverConfig(backend="rocq", language="rocq", timeout=7.0, default_targets="x",
+                          rocq=RocqSettings(coqtop="/opt/coqtop"))
+    spec = backend_spec(prover)
+    assert spec.name == "rocq"
+    assert spec.options == {"timeout": 7.0, "allowed_axioms": [], "coqtop": "/opt/coqtop"}
+
+
+# --------------------------------------------------------------------------
+# The entry point: refusals before anything starts
+# --------------------------------------------------------------------------
+
+
+def _sgs(*overrides: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "WANDB_SILENT": "true"}
+    return subprocess.run([sys.executable, "-m", "sgs", *overrides], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_an_invalid_config_exits_2_naming_every_problem(tmp_path):
+    proc = _sgs("iterations=0", "method.num_solver_samples=0", f"run_dir={tmp_path / 'run'}")
+    assert proc.returncode == 2, proc.stderr
+    assert "iterations=0 must be at least 1" in proc.stderr
+    assert "method.num_solver_samples=0" in proc.stderr
+    assert not (tmp_path / "run" / "config.yaml").exists()
+
+
+def test_missing_requirements_exit_3_before_ray_starts(tmp_path):
+    proc = _sgs("prover.rocq.coqtop=/nonexistent/coqtop", f"run_dir={tmp_path / 'run'}")
+    assert proc.returncode == 3, proc.stderr
+    assert "coqtop not found" in proc.stderr
+    assert "Started a local Ray instance" not in proc.stderr + proc.stdout
+
+
+def test_the_paper_setting_names_the_overrides_that_run_here(tmp_path):
+    proc = _sgs("+experiment=standard", "prover.lean.project_dir=/nonexistent", f"run_dir={tmp_path / 'run'}")
+    assert proc.returncode == 3, proc.stderr
+    assert "Lean project directory not found" in proc.stderr
+    assert "prover=rocq" in proc.stderr.splitlines()[-1]
+
+
+# --------------------------------------------------------------------------
+# End to end
+# --------------------------------------------------------------------------
+
+TACTICS = ["lia.", "auto.", "reflexivity.", "trivial.", "intros. lia.", "simpl. auto."]
+#: Claims the warm Conjecturer states: provable ones, a false one, an
+#: ill-typed one and one equal to the held-out target up to renaming.
+CLAIMS = ["forall n : nat, n + 1 = S n", "forall m : nat, 0 + m = m", "3 + 4 = 7", "forall a b : nat, a + b = b + a",
+          "forall n : nat, n * 1 = n", "forall n m : nat, n <= n + m", "forall n : nat, n + true = n",
+          "forall n : nat, n = S n"]
+
+
+def _solver_answer(rng: random.Random) -> str:
+    return f"```coq\nProof.\n  {rng.choice(TACTICS)}\nQed.\n```"
+
+
+def _conjecturer_answer(rng: random.Random) -> str:
+    return f"```coq\nTheorem lemma{rng.randrange(9)} : {rng.choice(CLAIMS)}.\nAdmitted.\n```"
+
+
+def _guide_answer(rng: random.Random) -> str:
+    return (f"<begin_relevance_score>{rng.randrange(6)}<end_relevance_score>\n"
+            f"<begin_redundancy_score>{rng.randrange(2)}<end_redundancy_score>\n"
+            f"<begin_conclusion_complexity_score>{rng.randrange(3)}<end_conclusion_complexity_score>")
+
+
+def build_warm_model(directory: Path, steps: int = 120) -> Path:
+    """The tiny model, fine-tuned to answer each role in format (see the module docstring)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from sgs.models import build_tiny_model
+    from sgs.roles import template_dir
+
+    rng = random.Random(0)
+    targets = make_targets()
+    corpus = ([f"{t.header}\n{t.statement}" for t in targets]
+              + [p.read_text() for p in template_dir("rocq").glob("*.j2")]
+              + [f(random.Random(i)) for i in range(20) for f in (_solver_answer, _conjecturer_answer)]
+              + [_guide_answer(rng)])
+    path = build_tiny_model(directory, corpus, TinyModelSettings(), seed=0)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    prompter = Prompter("rocq", tokenizer)
+    claims = [f"Theorem sgs_conjecture_{i} : {claim}." for i, claim in enumerate(CLAIMS)]
+
+    def example() -> tuple[list[int], list[int]]:
+        target, role = rng.choice(targets), rng.randrange(3)
+        if role == 0:
+            prompt, answer = prompter.solver(HEADER, rng.choice([target.statement, *claims])), _solver_answer(rng)
+        elif role == 1:
+            prompt, answer = prompter.conjecturer(target), _conjecturer_answer(rng)
+        else:
+            prompt, answer = prompter.guide(target, rng.choice(claims)), _guide_answer(rng)
+        answer_ids = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        return prompter.token_ids(prompt), answer_ids
+
+    torch.manual_seed(0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        batch = [example() for _ in range(16)]
+        width = max(len(p) + len(a) for p, a in batch)
+        ids = torch.full((len(batch), width), tokenizer.pad_token_id)
+        labels = torch.full((len(batch), width), -100)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, (prompt, answer) in enumerate(batch):
+            ids[row, :len(prompt) + len(answer)] = torch.tensor(prompt + answer)
+            labels[row, len(prompt):len(prompt) + len(answer)] = torch.tensor(answer)
+            mask[row, :len(prompt) + len(answer)] = 1
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def warm_run(tmp_path_factory, require_rocq):
+    """Overrides that run the loop small and fast on the warm model and the test targets."""
+    root = tmp_path_factory.mktemp("warm")
+    model = build_warm_model(root / "model")
+    rows = [{"id": t.id, "header": t.header, "statement": t.statement, "held_out": t.held_out} for t in make_targets()]
+    targets = _write_jsonl(root / "targets.jsonl", rows)
+    return [
+        "model=tiny", "prover=rocq", "resources=local_cpu", "scale=laptop",
+        f"model.path={model}", f"targets.source={targets}",
+        "method.num_solver_samples=4",
+        "sampling.solver.max_tokens=48", "sampling.conjecturer.max_tokens=64", "sampling.guide.max_tokens=96",
+        "training.global_batch_size=8", "training.max_seq_len=512",
+        "resources.verifier_workers=1", "logging.progress_bars=false",
+    ]
+
+
+def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: int = 4) -> Store:
+    """Everything a finished run directory must satisfy; returns the store (open: close it)."""
+    store = Store.open(run_dir, None, yaml.safe_load((run_dir / "config.yaml").read_text()))
+    training = [t for t in store.targets if not t.held_out]
+    total = 0
+    for it in range(iterations):
+        assert all(store.phase_done(it, phase) for phase in PHASES)
+        attempts, conjectures = store.attempts(it), store.conjectures(it)
+        # Exactly cpt conjectures per target unsolved before this iteration, k attempts per problem.
+        unsolved = [t.id for t in training if not store.solved_registry.is_solved(t.id, through_iteration=it - 1)]
+        per_target = {t: sum(c.target_id == t for c in conjectures) for t in unsolved}
+        assert per_target == {t: conjectures_per_target for t in unsolved}
+        assert len(conjectures) == conjectures_per_target * len(unsolved)
+        survivors = {c.id for c in conjectures if c.statement is not None}
+        problems = {a.problem_id for a in attempts}
+        assert problems == {t.id for t in training} | survivors
+        assert all(sum(a.problem_id == p for a in attempts) == k for p in problems)
+        assert len({a.id for a in attempts}) == len(attempts)
+        # Nothing held out is ever attempted.
+        assert not any(store.target(a.problem_id).held_out for a in attempts if a.problem_kind == "target")
+        # Samples are drawn by the weights of the latest finished training.
+        version = max([i + 1 for i in store.checkpoint_iterations("solver") if i < it], default=0)
+        assert {a.completion.policy_version for a in attempts} == {version}
+        # A checkpoint exists exactly when the objective selected something.
+        trained = bool(select_solver_samples(attempts, "reinforce_half"))
+        assert (it in store.checkpoint_iterations("solver")) == trained
+        if trained:
+            numbers = json.loads((store.checkpoint_dir("solver", it) / TRAIN_METRICS_FILE).read_text())
+            assert numbers["num_examples"] == len(select_solver_samples(attempts, "reinforce_half"))
+        total += len(attempts) + len(conjectures)
+        assert store.generations(through_iteration=it) == total
+    metrics = store.metrics()
+    assert [m["iteration"] for m in metrics] == list(range(iterations))
+    assert all(key in m for m in metrics for key in REQUIRED_METRICS)
+    assert metrics[-1]["generations"] == total == store.generations()
+    assert metrics[-1]["cumulative_solve_rate"] == store.solved_registry.cumulative_solve_rate()
+    assert metrics[-1]["system_error_rate"] == 0.0
+    return store
+
+
+@pytest.mark.slow
+def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, warm_run):
+    run_dir = tmp_path / "run"
+    # Four conjectures per target, so duplicates and rejections surely occur.
+    command = [sys.executable, "-m", "sgs", "+experiment=standard", *warm_run, "method.conjectures_per_target=4",
+               "iterations=2", f"run_dir={run_dir}"]
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "WANDB_SILENT": "true"}
+    # Kill once iteration 1 is proving: the Solver must then resume on iteration 0's weights.
+    partial = run_dir / "iter_0001" / "prove.partial.jsonl"
+    first = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 400
+        while not (partial.exists() and partial.stat().st_size) and first.poll() is None:
+            assert time.monotonic() < deadline, "the run never reached iteration 1's prove phase"
+            time.sleep(0.02)
+        killed_mid_phase = not (run_dir / "iter_0001" / "phase_prove.done").exists()
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    assert first.returncode == -signal.SIGKILL
+    assert not (run_dir / "iter_0001" / "phase_record.done").exists()
+
+    second = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=500)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "resuming" in second.stdout
+    if killed_mid_phase:
+        assert "resuming phase 'prove' of iteration 1 with" in second.stdout + second.stderr
+
+    store = check_run(run_dir, iterations=2, conjectures_per_target=4)
+    try:
+        assert store.checkpoint_iterations("solver")  # the warm Solver proves something: training happened
+        rejected = {c.extraction_error for i in range(2) for c in store.conjectures(i)} - {None}
+        # The warm Conjecturer repeats itself and states ill-typed claims.
+        assert {DUPLICATE_CONJECTURE, "elaboration_invalid"} <= rejected
+        known = {f.value for f in Failure} | {DUPLICATE_OF_TARGET, DUPLICATE_CONJECTURE, "elaboration_invalid",
+                                               "elaboration_timeout", "elaboration_system_error"}
+        assert rejected <= known
+        scores = [s for i in range(2) for s in store.conjecture_scores(i).values()]
+        assert scores and all((s.guide_output is not None) == s.kept for s in scores)
+        for it in range(2):
+            weighted = any(s.weight != 0 for s in store.conjecture_scores(it).values() if s.kept)
+            assert (it in store.checkpoint_iterations("conjecturer")) == weighted
+        assert (run_dir / "wandb").is_dir()  # offline wandb by default
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_solver_only_experiment_runs_with_no_conjectures(tmp_path, warm_run):
+    run_dir = tmp_path / "run"
+    proc = _sgs("+experiment=reinforce_half_solver_only", *warm_run, "iterations=2", "logging.wandb_mode=disabled",
+                f"run_dir={run_dir}", timeout=500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "cumulative solve rate:" in proc.stdout
+    store = check_run(run_dir, iterations=2, conjectures_per_target=0)
+    try:
+        assert not store.checkpoint_iterations("conjecturer")
+        assert all(m["conjectures_sampled"] == 0 for m in store.metrics())
+    finally:
+        store.close()
+    # Running the finished run again does nothing.
+    again = _sgs("+experiment=reinforce_half_solver_only", *warm_run, "iterations=2", "logging.wandb_mode=disabled",
+                 f"run_dir={run_dir}")
+    assert again.returncode == 0 and "all 2 iterations are done" in again.stdout
+
+
+@pytest.mark.slow
+def test_multirun_sweep_gives_each_experiment_its_own_run(tmp_path, warm_run):
+    run_dir = tmp_path / "sweep"
+    proc = _sgs("-m", "+experiment=standard,no_guide", *warm_run, "iterations=1", "logging.wandb_mode=disabled",
+                f"run_dir={run_dir}", timeout=500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for job, experiment, guide in (("0", "standard", True), ("1", "no_guide", False)):
+        store = check_run(run_dir / job, iterations=1, conjectures_per_target=1)
+        try:
+            assert store.config["experiment"] == experiment
+            assert store.config["method"]["use_guide"] is guide
+            if not guide:
+                assert all(s.guide_output is None for s in store.conjecture_scores(0).values())
+        finally:
+            store.close()

@@ -1,0 +1,148 @@
+"""Per-iteration metrics computed from stored records (sgs.metrics)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lean_env.verdict import Status, Verdict
+from sgs.metrics import (
+    NO_PROOF,
+    PhaseStats,
+    attempt_outcome,
+    conjecture_metrics,
+    iteration_metrics,
+    mean,
+    pass_at_k,
+    solve_rate_histogram,
+    solve_rates,
+    system_error_rate,
+    verification_outcomes,
+    wandb_run_id,
+)
+from sgs.records import Attempt, Completion, Conjecture, ConjectureScore, prompt_digest
+from sgs.store import REQUIRED_METRICS
+
+
+def completion(entropy: float = 0.5, tokens: int = 3) -> Completion:
+    return Completion(prompt_sha256=prompt_digest("p"), text="t", token_ids=[1] * tokens, logprobs=[-0.1] * tokens,
+                      policy_version=0, finish_reason="stop", entropy=entropy)
+
+
+def attempt(problem: str, index: int, status: str | None, kind: str = "target", reward: float | None = None,
+            entropy: float = 0.5) -> Attempt:
+    if reward is None:
+        reward = 1.0 if status == "valid" else 0.0
+    return Attempt(id=f"{problem}/{index}", iteration=0, problem_id=problem, problem_kind=kind,
+                   completion=completion(entropy), proof=None if status is None else "Proof. auto. Qed.",
+                   extraction_error="no_code_block" if status is None else None,
+                   verdict=None if status is None else Verdict(Status(status)), reward=reward)
+
+
+def conjecture(cid: str, statement: str | None, error: str | None = None, entropy: float = 1.0) -> Conjecture:
+    return Conjecture(id=cid, iteration=0, target_id="t", completion=completion(entropy), statement=statement,
+                      extraction_error=error)
+
+
+def score(cid: str, rate: float, kept: bool, r_guide: float | None = None, reward: float = 0.0,
+          parse_error: str | None = None) -> ConjectureScore:
+    reviewed = r_guide is not None
+    return ConjectureScore(conjecture_id=cid, solve_rate=rate, kept=kept, relevance=3 if reviewed else None,
+                           redundancy=0 if reviewed else None, complexity=1 if reviewed else None,
+                           guide_output="review" if reviewed else None, guide_parse_error=parse_error,
+                           r_guide=r_guide, reward=reward, weight=1.0 if kept else 0.0)
+
+
+ATTEMPTS = [
+    attempt("a", 0, "valid"), attempt("a", 1, "invalid"), attempt("a", 2, None), attempt("a", 3, "timeout"),
+    attempt("b", 0, "invalid"), attempt("b", 1, "system_error"), attempt("b", 2, "invalid"), attempt("b", 3, None),
+    attempt("c", 0, "system_error"), attempt("c", 1, "system_error"),
+    attempt("x", 0, "valid", kind="conjecture"), attempt("x", 1, "valid", kind="conjecture"),
+]
+
+
+def test_outputs_without_a_proof_count_as_failed_attempts():
+    assert attempt_outcome(ATTEMPTS[2]) == NO_PROOF
+    rates = solve_rates(ATTEMPTS)
+    assert rates == {"a": 0.25, "b": 0.0, "c": None, "x": 1.0}
+
+
+def test_pass_at_k_is_over_every_training_target():
+    targets = [a for a in ATTEMPTS if a.problem_kind == "target"]
+    assert pass_at_k(targets, ["a", "b", "c", "d"]) == 0.25
+    # A verified conjecture says nothing about the targets.
+    assert pass_at_k(ATTEMPTS, ["x"]) == 0.0
+    assert pass_at_k(ATTEMPTS, []) == 0.0
+
+
+def test_verification_outcomes_and_the_system_error_rate():
+    outcomes = verification_outcomes(ATTEMPTS)
+    assert outcomes == {"valid": 3, "invalid": 3, "timeout": 1, "system_error": 3, NO_PROOF: 2}
+    assert system_error_rate(outcomes) == pytest.approx(3 / 10)
+    assert system_error_rate(verification_outcomes([])) == 0.0
+
+
+def test_histogram_bins_by_correct_attempts_out_of_k():
+    assert solve_rate_histogram([0.0, 0.25, 0.25, 1.0, None], 4) == {"0": 1, "1": 2, "2": 0, "3": 0, "4": 1}
+    # With system errors a rate is not a multiple of 1/k; it goes to the nearest bin.
+    assert solve_rate_histogram([1 / 3], 4) == {"0": 0, "1": 1, "2": 0, "3": 0, "4": 0}
+
+
+def test_mean_ignores_undefined_values():
+    assert mean([]) is None
+    assert mean([1.0, None, float("nan"), 3.0]) == 2.0
+
+
+def test_conjecture_counts_rewards_and_collapse_signals():
+    conjectures = [
+        conjecture("c1", "Theorem c1 : forall n : nat, n = n \\/ n = 0."),
+        conjecture("c2", "Theorem c2 : 1 = 1."),
+        conjecture("c3", "Theorem c3 : 2 = 2."),
+        conjecture("c4", None, "no_code_block"),
+        conjecture("c5", None, "duplicate_conjecture"),
+        conjecture("c6", None, "elaboration_invalid"),
+    ]
+    scores = [score("c1", 0.25, True, r_guide=6.0, reward=4.5), score("c2", 0.5, True, r_guide=4.0, reward=2.0,
+                                                                       parse_error="missing_tag"),
+              score("c3", 1.0, False)]
+    m = conjecture_metrics(conjectures, scores, "rocq")
+    assert (m["conjectures_sampled"], m["conjectures_extracted"], m["conjectures_attempted"],
+            m["conjectures_kept"]) == (6, 5, 3, 2)
+    assert m["conjecture_rejected/no_code_block"] == m["conjecture_rejected/duplicate_conjecture"] == 1
+    assert m["mean_guide_score"] == 5.0 and m["guide_reviews"] == 2 and m["guide_parse_failures"] == 1
+    assert m["mean_r_solve"] == pytest.approx((0.75 + 0.5 + 0.0) / 3)
+    assert m["mean_conjecturer_reward"] == pytest.approx(6.5 / 3)
+    assert m["mean_conjecturer_reward_kept"] == pytest.approx(3.25)
+    assert m["disjunctive_share"] == pytest.approx(1 / 3)
+    assert m["mean_conclusion_length"] > 0
+
+
+def test_without_conjectures_the_means_are_undefined():
+    m = conjecture_metrics([], [], "rocq")
+    assert m["conjectures_kept"] == 0
+    assert m["mean_guide_score"] is None and m["disjunctive_share"] is None
+
+
+def test_an_iteration_line_has_the_required_keys_and_is_valid_json():
+    line = iteration_metrics(
+        iteration=2, attempts=ATTEMPTS, conjectures=[conjecture("x", "Theorem x : 1 = 1.", entropy=2.0)],
+        scores=[score("x", 1.0, False)], training_ids=["a", "b", "c"], k=4, language="rocq", generations=40,
+        cumulative_solve_rate=0.5, phases={"prove": PhaseStats(seconds=2.0, tokens=100, verifications=10),
+                                           "record": PhaseStats(seconds=0.0)},
+        training={"solver": {"loss": 0.25, "num_examples": 3}},
+    )
+    assert all(key in line for key in REQUIRED_METRICS)
+    assert line["generations"] == 40 and line["generations_this_iteration"] == len(ATTEMPTS) + 1
+    assert line["pass_at_k"] == pytest.approx(1 / 3)
+    assert line["solver_entropy"] == 0.5 and line["conjecturer_entropy"] == 2.0
+    assert line["solve_rate_hist/target/1"] == 1 and line["solve_rate_hist/conjecture/4"] == 1
+    assert line["verification/no_proof"] == 2
+    assert line["tokens_per_second/prove"] == 50.0 and line["verifications_per_second/prove"] == 5.0
+    assert line["phase_seconds/record"] == 0.0 and "tokens_per_second/record" not in line
+    assert line["train/solver/loss"] == 0.25
+    assert json.loads(json.dumps(line, allow_nan=False)) == line
+
+
+def test_wandb_ids_are_stable_per_run_directory(tmp_path):
+    assert wandb_run_id(tmp_path / "a") == wandb_run_id(str(tmp_path / "a")) != wandb_run_id(tmp_path / "b")
