@@ -15,6 +15,7 @@ from typing import Callable
 import pytest
 
 from lean_env.lean import LeanBackend, LeanConfig
+from tests.lean.lean_replay import read_blocks
 
 #: the checkout's root; CI has shared/ beside the checkout
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -31,28 +32,14 @@ def stem(name: str) -> str:
     return str((FIXTURES / name).resolve())
 
 
-def _blocks(text: str) -> list[str]:
-    """Blank-line-separated blocks, lines joined the way the REPL joins them."""
-    blocks, current = [], []
-    for line in text.split("\n"):
-        if line.strip():
-            current.append(line.rstrip())
-        elif current:
-            blocks.append("".join(current))
-            current = []
-    if current:
-        blocks.append("".join(current))
-    return blocks
-
-
 def requests(name: str) -> list[dict]:
     """The requests of ``name.in``, as the REPL reads them."""
-    return [json.loads(b) for b in _blocks((FIXTURES / f"{name}.in").read_text(encoding="utf-8"))]
+    return [json.loads(b) for b in read_blocks((FIXTURES / f"{name}.in").read_text(encoding="utf-8"))]
 
 
 def responses(name: str) -> list[dict]:
     """The recorded answers of ``name.expected.out``."""
-    return [json.loads(b) for b in _blocks((FIXTURES / f"{name}.expected.out").read_text(encoding="utf-8"))]
+    return [json.loads(b) for b in read_blocks((FIXTURES / f"{name}.expected.out").read_text(encoding="utf-8"))]
 
 
 def transcript_names() -> list[str]:
