@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import json
 import logging
 import os
 import subprocess
@@ -31,32 +32,26 @@ from lean_env.pool import VerifierPool
 from lean_env.rocq import RocqBackend, RocqConfig
 from lean_env.verdict import ProofTask, Status
 
-HEADER = "Require Import Arith Lia List.\nImport ListNotations."
-
-# (statement body, proof): every fourth proof is wrong, so both outcomes are timed.
-TEMPLATES = [
-    ("forall n : nat, n + {i} = {i} + n", "Proof. intros. lia. Qed."),
-    ("forall a b : nat, a * (b + {i}) = a * b + a * {i}", "Proof. intros. ring. Qed."),
-    ("forall l : list nat, length (l ++ repeat 0 {i}) = length l + {i}",
-     "Proof. intros. rewrite app_length, repeat_length. reflexivity. Qed."),
-    ("forall n : nat, n <= n + {i}", "Proof. intros. lia. Qed."),
-]
-WRONG = "Proof. intros. reflexivity. Qed."
+TARGETS = Path(__file__).resolve().parents[1] / "sgs" / "data" / "rocq_targets.jsonl"
 
 
 def make_tasks(count: int) -> list[ProofTask]:
+    """``count`` checks drawn from the shipped Rocq targets: three in four with
+    the target's reference proof (valid), one in four with the proof of the
+    next target (almost always invalid), so both outcomes are timed."""
+    rows = [json.loads(line) for line in TARGETS.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r["proof"]]
     tasks = []
     for i in range(count):
-        body, proof = TEMPLATES[i % len(TEMPLATES)]
-        name = f"bench_{i}"
-        tasks.append(ProofTask(id=name, header=HEADER,
-                               statement=f"Theorem {name} : {body.format(i=i + 1)}.",
-                               proof=WRONG if i % 4 == 3 else proof))
+        row = rows[i % len(rows)]
+        proof = rows[(i + 1) % len(rows)]["proof"] if i % 4 == 3 else row["proof"]
+        tasks.append(ProofTask(id=f"{row['id']}#{i}", header=row["header"], statement=row["statement"],
+                               proof=proof))
     return tasks
 
 
 def coqc_check(task: ProofTask, workdir: Path) -> bool:
-    path = workdir / f"{task.id}.v"
+    path = workdir / f"check_{abs(hash(task.id))}.v"
     path.write_text(f"{task.header}\n{task.statement}\n{task.proof}\n")
     return subprocess.run(["coqc", "-q", str(path)], cwd=workdir, capture_output=True).returncode == 0
 
@@ -109,6 +104,24 @@ class _PeakRss:
         return self.peak
 
 
+def warm_census(tasks: list[ProofTask]) -> str:
+    """Take (or load from its cache) the axiom census of the tasks' header, so
+    the timed runs measure steady state rather than the one-off census."""
+    backend = RocqBackend(RocqConfig())
+    try:
+        backend.check_proof(tasks[0], 60)
+        if backend.census is None:
+            return "off (coqchk unusable): every valid proof runs Print Assumptions"
+        backend.census.wait(900)
+        backend.check_proof(tasks[0], 60)
+        before = backend.assumption_checks
+        backend.check_proof(tasks[0], 60)
+        clean = backend.assumption_checks == before
+        return "clean: valid proofs skip Print Assumptions" if clean else "not clean: Print Assumptions per proof"
+    finally:
+        backend.close()
+
+
 def run_direct(tasks: list[ProofTask]) -> float:
     backend = RocqBackend(RocqConfig())
     try:
@@ -128,6 +141,7 @@ def main() -> None:
     args = parser.parse_args()
     tasks = make_tasks(args.proofs)
 
+    census = warm_census(tasks)
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
     try:
         coqc_s, coqc_ok = run_coqc(tasks, args.workers)
@@ -152,6 +166,7 @@ def main() -> None:
     print(f"pool overhead over direct calls (1 worker): {1000 * (pool1_s - direct_s) / n:+.1f} ms/proof")
     print(f"peak memory per worker (actor + coqtop): {peak / 2**20:.0f} MiB with {args.workers} workers, "
           f"{peak1 / 2**20:.0f} MiB with 1")
+    print(f"axiom census of the header: {census}")
     print(f"pool stats: dispatched {stats['dispatched']}, restarts {stats['workers_restarted']}")
     print(f"verifier_speedup: {coqc_s / pool_s:.1f}x")
 

@@ -127,6 +127,7 @@ class VerifierPool:
         hedge_after: float = 5.0,
         max_worker_losses: int = 3,
         hang_grace: float = 60.0,
+        pipeline_depth: int = 2,
         name: str = "verifier",
     ) -> None:
         """
@@ -145,13 +146,18 @@ class VerifierPool:
                 ``system_error`` (a proof that reliably kills workers must not
                 loop forever).
             hang_grace: a worker that has not answered ``timeout + hang_grace``
-                seconds after a dispatch is considered hung, killed and replaced.
+                seconds after starting a check is considered hung, killed and
+                replaced.
+            pipeline_depth: checks queued on each worker at once; a second one
+                waiting in the actor hides the round trip to the driver.
             name: prefix of the actors' names (visible in the Ray dashboard).
         """
         if num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {num_workers}")
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        if pipeline_depth < 1:
+            raise ValueError(f"pipeline_depth must be >= 1, got {pipeline_depth}")
         self.spec = spec
         self.timeout = float(timeout)
         self.cache = cache
@@ -159,6 +165,7 @@ class VerifierPool:
         self.hedge_after = hedge_after
         self.max_worker_losses = max_worker_losses
         self.hang_grace = hang_grace
+        self.pipeline_depth = pipeline_depth
         self.name = name
         self._actor_options = {"num_cpus": cpus_per_worker}
         if memory_per_worker:
@@ -169,8 +176,11 @@ class VerifierPool:
         self._workers: list[ray.actor.ActorHandle] = []
         self._worker_names: list[str] = []
         self._worker_headers: list[set[str]] = []
-        self._busy: list[Optional[ray.ObjectRef]] = []
-        self._running: dict[ray.ObjectRef, tuple[int, str, float]] = {}
+        #: per worker, its checks in the order the actor will run them
+        self._inflight: list[collections.deque[ray.ObjectRef]] = []
+        #: ref -> (worker, job key, when the check started running: None while
+        #: it still waits behind another check on its worker)
+        self._running: dict[ray.ObjectRef, tuple[int, str, Optional[float]]] = {}
         self._queue: collections.deque[_Job] = collections.deque()
         self._jobs: dict[str, _Job] = {}
         self._ready: collections.deque[tuple[ProofTask, Verdict]] = collections.deque()
@@ -191,19 +201,23 @@ class VerifierPool:
             self._workers.append(actor)
             self._worker_names.append(worker_name)
             self._worker_headers.append(set())
-            self._busy.append(None)
+            self._inflight.append(collections.deque())
         else:
             self._workers[index] = actor
             self._worker_names[index] = worker_name
             self._worker_headers[index] = set()
-            self._busy[index] = None
+            self._inflight[index] = collections.deque()
 
     def _replace_worker(self, index: int, why: str) -> None:
+        """Kill worker ``index``, requeue every check it held, start a new one."""
         log.warning("verifier worker %s %s; replacing it", self._worker_names[index], why)
         try:
             ray.kill(self._workers[index], no_restart=True)
         except Exception:  # already dead
             pass
+        for ref in self._inflight[index]:
+            _, key, _ = self._running.pop(ref)
+            self._lost(self._jobs.get(key), index, why)
         self.stats.workers_restarted += 1
         self._add_worker(index, f"{self.name}-{index}-r{next(self._restart_counter)}")
 
@@ -258,23 +272,24 @@ class VerifierPool:
 
     def _start(self, worker: int, job: _Job) -> None:
         ref = self._workers[worker].check.remote(job.kind, job.task, self.timeout)
-        self._running[ref] = (worker, job.key, time.monotonic())
-        self._busy[worker] = ref
+        queue = self._inflight[worker]
+        self._running[ref] = (worker, job.key, None if queue else time.monotonic())
+        queue.append(ref)
         self._worker_headers[worker].add(job.task.header)
         job.running_on.add(worker)
         self.stats.dispatched += 1
 
     def _dispatch(self) -> None:
         for w in range(len(self._workers)):
-            if self._busy[w] is not None:
-                continue
-            job = self._next_job_for(w)
-            if job is None:
-                job = self._hedge_candidate(w) if self.hedge else None
+            while len(self._inflight[w]) < self.pipeline_depth:
+                job = self._next_job_for(w)
                 if job is None:
-                    continue
-                self.stats.hedged += 1
-            self._start(w, job)
+                    # only a worker with nothing at all to do takes a hedge
+                    job = self._hedge_candidate(w) if self.hedge and not self._inflight[w] else None
+                    if job is None:
+                        break
+                    self.stats.hedged += 1
+                self._start(w, job)
 
     def _hedge_candidate(self, worker: int) -> Optional[_Job]:
         """The oldest job running for over ``hedge_after`` seconds, not already
@@ -283,7 +298,7 @@ class VerifierPool:
         now = time.monotonic()
         for _, key, started in self._running.values():
             job = self._jobs.get(key)
-            if (job is None or worker in job.running_on or len(job.running_on) > 1
+            if (job is None or started is None or worker in job.running_on or len(job.running_on) > 1
                     or now - started < self.hedge_after):
                 continue
             if best is None or job.submitted_at < best.submitted_at:
@@ -318,8 +333,14 @@ class VerifierPool:
             self._queue.appendleft(job)
 
     def _collect(self, ref: ray.ObjectRef) -> None:
+        if ref not in self._running:
+            return  # its worker was already replaced and the check requeued
         worker, key, _ = self._running.pop(ref)
-        self._busy[worker] = None
+        queue = self._inflight[worker]
+        queue.remove(ref)
+        if queue:  # the next check on this worker starts running now
+            w, k, _ = self._running[queue[0]]
+            self._running[queue[0]] = (w, k, time.monotonic())
         job = self._jobs.get(key)
         try:
             verdict: Verdict = ray.get(ref)
@@ -345,11 +366,8 @@ class VerifierPool:
         limit = self.timeout + self.hang_grace
         now = time.monotonic()
         for ref, (worker, key, started) in list(self._running.items()):
-            if now - started > limit:
-                del self._running[ref]
-                self._busy[worker] = None
+            if started is not None and now - started > limit and ref in self._running:
                 self._replace_worker(worker, f"did not answer within {limit:.0f} s")
-                self._lost(self._jobs.get(key), worker, "hung")
 
     def poll(self, timeout: float = 0.0) -> list[tuple[ProofTask, Verdict]]:
         """Verdicts that are ready now, waiting up to ``timeout`` seconds for the

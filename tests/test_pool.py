@@ -125,3 +125,17 @@ def test_rejects_bad_arguments(ray_session):
         VerifierPool(BackendSpec("rocq"), num_workers=0, timeout=5)
     with pytest.raises(ValueError, match="unknown prover backend"):
         BackendSpec("isabelle")
+
+
+def test_a_hung_worker_is_replaced_and_its_checks_redone(ray_session, require_rocq):
+    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=2, cpus_per_worker=0.5, hang_grace=2)
+    try:
+        frozen = [ray.get(pool.worker(w).process_ids.remote())["actor"] for w in range(2)]
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)  # alive but silent: only the watchdog can notice
+        tasks = [lia_task(500 + i) for i in range(4)]
+        verdicts = pool.verify(tasks)
+        assert all(v.status is Status.VALID for v in verdicts)
+        assert pool.stats.workers_restarted >= 2 and pool.stats.requeued >= 2
+    finally:
+        pool.shutdown()

@@ -23,9 +23,12 @@ def task(statement: str, proof: str, header: str = HEADER) -> ProofTask:
     return ProofTask(id="t", header=header, statement=statement, proof=proof)
 
 
+# These tests exercise the per-proof Print Assumptions audit (and, with the
+# text checks bypassed, show it catches what they would miss); the axiom census
+# that makes it unnecessary is tested in test_rocq_census.py.
 @pytest.fixture(scope="module")
 def backend(coqtop):
-    b = RocqBackend(RocqConfig(coqtop=coqtop, timeout=60), worker="test")
+    b = RocqBackend(RocqConfig(coqtop=coqtop, timeout=60, axiom_census=False), worker="test")
     yield b
     b.close()
 
@@ -36,7 +39,7 @@ def own_backend(coqtop):
     made: list[RocqBackend] = []
 
     def make(**options) -> RocqBackend:
-        b = RocqBackend(RocqConfig(coqtop=coqtop, **options))
+        b = RocqBackend(RocqConfig(coqtop=coqtop, axiom_census=False, **options))
         made.append(b)
         return b
 

@@ -2,6 +2,7 @@
 backend instance, with paranoid validity checks (see :mod:`.backend`)."""
 
 from lean_env.rocq.backend import PROP_CHECK, RocqBackend, TacticResult
+from lean_env.rocq.census import AxiomCensus, Census
 from lean_env.rocq.checks import (
     THEOREM_KEYWORDS,
     RocqTextError,
@@ -16,7 +17,9 @@ from lean_env.rocq.checks import (
 from lean_env.rocq.config import CHECKS_VERSION, RocqConfig, RocqConfigError
 
 __all__ = [
+    "AxiomCensus",
     "CHECKS_VERSION",
+    "Census",
     "PROP_CHECK",
     "THEOREM_KEYWORDS",
     "RocqBackend",

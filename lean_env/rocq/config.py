@@ -32,7 +32,7 @@ _PASSED_VARIABLES = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "COQLIB
 
 _POSITIVE_FIELDS = ("timeout", "header_timeout", "start_timeout", "max_checks", "open_files", "max_output_bytes",
                     "max_proof_chars", "max_statement_chars", "max_header_chars", "max_sentences",
-                    "max_message_chars")
+                    "max_message_chars", "census_timeout")
 
 
 class RocqConfigError(ValueError):
@@ -84,14 +84,39 @@ class RocqConfig:
     max_message_chars: int = 4_000
     #: extra environment variables for coqtop
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: skip ``Print Assumptions`` after a proof when a one-time census of the
+    #: header's libraries (coqchk, cached on disk) shows that no proof under
+    #: that header can depend on an axiom or an unsafe declaration.  Sound
+    #: because a proof body may only run tactics and ends with a kernel-checked
+    #: ``Qed``, so everything it can depend on comes from those libraries (see
+    #: :mod:`lean_env.rocq.census`).  Verdicts are the same with or without it.
+    axiom_census: bool = True
+    #: the coqchk executable the census runs (a name looked up on PATH, or a path)
+    coqchk: str = "coqchk"
+    #: where census results are cached; None = ``$XDG_CACHE_HOME/lean_env``
+    #: (or ``~/.cache/lean_env``)
+    census_cache_dir: Optional[str] = None
+    #: wall-clock seconds allowed for one census (coqchk over every loaded library)
+    census_timeout: float = 600.0
+    #: fraction of the valid proofs that still get ``Print Assumptions`` while
+    #: the census says it is unnecessary: defence in depth against a bug in the
+    #: text checks.  A disagreement rejects that proof and switches the census
+    #: off for the rest of this backend's life.
+    census_audit_fraction: float = 0.02
 
     def __post_init__(self) -> None:
+        if not isinstance(self.census_audit_fraction, (int, float)) or not 0 <= self.census_audit_fraction <= 1:
+            raise RocqConfigError(f"census_audit_fraction must be in [0, 1], got {self.census_audit_fraction!r}")
         for name in ("extra_args", "allowed_axioms"):
             value = getattr(self, name)
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise RocqConfigError(f"{name} must be a list of strings, got {value!r}")
             object.__setattr__(self, name, tuple(value))
         object.__setattr__(self, "extra_env", dict(self.extra_env))
+        if not isinstance(self.coqchk, str) or not (self.census_cache_dir is None
+                                                     or isinstance(self.census_cache_dir, str)):
+            raise RocqConfigError(f"coqchk and census_cache_dir must be strings, got {self.coqchk!r} "
+                                  f"and {self.census_cache_dir!r}")
         for name in _POSITIVE_FIELDS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:

@@ -14,7 +14,7 @@ it away.  Whether a failure is the input's fault is for the owner to decide.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from lean_env.rocq.output import (
     Barrier,
@@ -27,6 +27,9 @@ from lean_env.rocq.output import (
     parse_reply,
 )
 from lean_env.sandbox import Limits, OutputTooLarge, ProcessDied, ReadTimeout, SandboxedProcess
+
+if TYPE_CHECKING:
+    from lean_env.rocq.census import Environment
 
 
 class SessionError(RuntimeError):
@@ -67,6 +70,9 @@ class RocqSession:
         self.header: Optional[tuple[str, ...]] = None
         #: state id right after the header
         self.header_state = 0
+        #: what the owner's axiom census found about the state right after the
+        #: header (``None``: not looked at yet); reset whenever a header is loaded
+        self.environment: Optional[Environment] = None
         #: work items run on this session (for recycling)
         self.uses = 0
         #: set when a :class:`SessionError` was raised; the session is unusable
@@ -136,6 +142,7 @@ class RocqSession:
         if self.prompt is not None and self.prompt.state != self.initial_state:
             self.back_to(self.initial_state, deadline)
         self.header = None
+        self.environment = None
         for sentence in header:
             reply = self.run(sentence, deadline)
             if not reply.ok:

@@ -1,0 +1,603 @@
+"""The axiom census: one audit of a header's libraries instead of one
+``Print Assumptions`` per proof.
+
+``Print Assumptions Top.name`` after every proof is exact but slow whenever
+the proof reaches a large library proof (about 0.25 s for anything that uses
+``lia``: Coq walks the whole correctness proof of the micromega checker each
+time).  The census answers the same question once per set of loaded
+libraries, and the answer is cached on disk.
+
+Why skipping ``Print Assumptions`` is sound when the census is clean
+--------------------------------------------------------------------
+
+In Coq 8.16, ``Print Assumptions`` reports, for every global reachable from
+the theorem (through its proof term and, transitively, through the bodies,
+opaque ones and those hidden by module sealing included, and types of every
+global it mentions): constants without a body (axioms, parameters,
+primitives), constants and inductives declared with guard, universe or
+positivity checking off, inductives of the shape that may use definitional
+UIP (in ``SProp`` with one constructor without arguments, reported whether
+or not ``Definitional UIP`` is on), and section variables.
+
+A proof the backend accepts is ``Proof.``, tactic sentences and ``Qed.``
+(:mod:`lean_env.rocq.checks`).  Tactics cannot declare axioms, load
+libraries, open sections or change typing flags (those are commands), and
+``Qed`` has the kernel check the whole term.  So the globals a valid proof
+can reach are the theorem itself (and constants that tactics such as
+``abstract`` define, with bodies), what coqtop declared at start-up, and what
+the header's libraries declare.  ``Print Assumptions`` can therefore only
+list something if
+
+(a) the libraries declare an axiom, an unsafe constant or inductive, or an
+    inductive of the UIP shape;
+(b) something was declared in ``Top`` before the proof (e.g. ``coqtop -l``);
+(c) the session's typing flags are not the defaults, so that the theorem
+    itself is unsafe (a library can export ``Unset Guard Checking``).
+
+The census rules these out and the backend skips ``Print Assumptions``
+only when it does:
+
+(a) ``coqchk -o`` re-checks exactly the ``.vo`` files coqtop loaded (the
+    paths it interns are compared with those coqtop reports) and lists every
+    axiom, type-in-type, unsafe fixpoint and assumed positivity in them;
+    ``coqchk`` says nothing about the UIP shape, so a separate coqtop loads
+    the same libraries, walks their module structure (``Print Module``) and
+    runs ``Print Assumptions`` on every inductive type found, which must be
+    closed;
+(b) ``Print All`` is empty right after the header;
+(c) ``Test Guard Checking`` (and universe and positivity checking) say "on"
+    right after the header.
+
+Whatever cannot be established (no coqchk, a timeout, output in an
+unexpected form, a module whose fields cannot be seen) leaves the census
+untaken, and every proof is then checked with ``Print Assumptions`` as
+before.  The verdicts are the same either way; only their cost differs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+from lean_env.rocq.config import RocqConfig
+from lean_env.rocq.output import clean, parse_assumptions
+from lean_env.rocq.session import RocqSession, SessionError
+
+log = logging.getLogger(__name__)
+
+#: bump whenever a change here can change a census (part of the cache key)
+CENSUS_VERSION = "1"
+
+#: the typing flags a header must leave as they are, with coqtop's answer to ``Test``
+_DEFAULT_FLAGS = {
+    "Guard Checking": "Guard Checking is on",
+    "Universe Checking": "Universe Checking is on",
+    "Positivity Checking": "Positivity Checking is on",
+}
+
+#: headings of coqchk's context summary, with the label used for their entries
+_SUMMARY_SECTIONS = {
+    "Axioms": "axiom",
+    "Constants/Inductives relying on type-in-type": "type-in-type",
+    "Constants/Inductives relying on unsafe (co)fixpoints": "unsafe fixpoint",
+    "Inductives whose positivity is assumed": "assumed positivity",
+}
+_PREDICATIVE = "Set is predicative"
+
+_LIBRARY_NAME = re.compile(r"[^\s.]+(?:\.[^\s.]+)*")
+_INTERN = re.compile(r"^\[intern (.+) \.\.\.$", re.M)
+_CHECKED = "Modules were successfully checked"
+#: start of ``Print Module`` output; a functor's fields are not globals
+_MODULE_HEAD = re.compile(r"Module\s+\S+\s*(:\s*Funsig\b|:=\s*Functor\b)?")
+#: fields in ``Print Module`` output under ``Set Short Module Printing``
+_MODULE_FIELD = re.compile(r"\b(Module\s+Type|Module|Inductive|CoInductive|Variant|Record|Structure|Class)\s+(\S+)")
+#: coqchk options that change what it loads or how it checks; the others are coqtop's only
+_COQCHK_OPTIONS = {"-R": 2, "-Q": 2, "-coqlib": 1, "-impredicative-set": 0, "-indices-matter": 0}
+_MAX_MODULES = 100_000
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+class CensusError(RuntimeError):
+    """The census could not be taken (the backend then keeps checking every
+    proof with ``Print Assumptions``)."""
+
+
+@dataclass(frozen=True)
+class Library:
+    """One compiled library coqtop loaded."""
+
+    #: qualified name (``Coq.micromega.Lia``)
+    name: str
+    #: the ``.vo`` file, with symbolic links resolved
+    path: str
+    #: size in bytes (with the modification time, a rebuilt file makes a new key)
+    size: int
+    #: modification time in nanoseconds
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What the census needs to know about the state right after a header."""
+
+    #: every library loaded (the header's and their dependencies, the prelude included)
+    libraries: tuple[Library, ...]
+    #: cache key: the libraries, coqtop, coqchk and the census logic; empty
+    #: when the census does not apply (see ``reason``)
+    key: str
+    #: why the census does not apply, if it does not
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Census:
+    """What the census found in one set of libraries."""
+
+    #: axioms and parameters (qualified names)
+    axioms: tuple[str, ...] = ()
+    #: everything else ``Print Assumptions`` could report, as ``kind: name``
+    unsafe: tuple[str, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        """No proof in this environment can depend on anything: ``Print
+        Assumptions`` would answer "Closed under the global context"."""
+        return not self.axioms and not self.unsafe
+
+    def describe(self) -> str:
+        found = [*self.axioms, *self.unsafe]
+        return "clean" if not found else f"{len(found)} findings: " + ", ".join(found[:5])
+
+
+def parse_summary(text: str) -> Census:
+    """Read the ``CONTEXT SUMMARY`` that ``coqchk -o`` prints last.  Every
+    section must be there and say ``<none>`` or list names, one per indented
+    line; a section we do not know makes the census unclean."""
+    at = text.rfind("CONTEXT SUMMARY")
+    if at < 0:
+        raise CensusError("coqchk printed no context summary")
+    lines = text[at:].splitlines()
+    if len(lines) < 2 or set(lines[1].strip()) != {"="}:
+        raise CensusError("the context summary has no underline")
+    theory = ""
+    listed: dict[str, list[str]] = {}
+    empty: set[str] = set()
+    current: Optional[str] = None
+    for line in lines[2:]:
+        if not line.strip():
+            continue
+        if line.startswith("* "):
+            heading, sep, rest = line[2:].partition(":")
+            current, rest = heading.strip(), rest.strip()
+            if not sep or current in listed:
+                raise CensusError(f"unexpected summary heading {line!r}")
+            listed[current] = []
+            if current == "Theory":
+                theory = rest
+            elif rest == "<none>":
+                empty.add(current)
+            elif rest:
+                listed[current].append(rest)
+            continue
+        if current is None or current == "Theory" or current in empty or not line[0].isspace():
+            raise CensusError(f"unexpected summary line {line!r}")
+        listed[current].extend(line.split())
+    missing = {"Theory", *_SUMMARY_SECTIONS} - set(listed)
+    if missing:
+        raise CensusError(f"the context summary lacks {sorted(missing)}")
+    if any(not names and heading not in empty for heading, names in listed.items() if heading != "Theory"):
+        raise CensusError("a summary section is neither <none> nor a list of names")
+    unsafe = [] if theory == _PREDICATIVE else [f"theory: {theory}"]
+    for heading, names in listed.items():
+        if heading not in ("Theory", "Axioms"):
+            unsafe.extend(f"{_SUMMARY_SECTIONS.get(heading, heading)}: {name}" for name in names)
+    return Census(axioms=tuple(listed["Axioms"]), unsafe=tuple(unsafe))
+
+
+def parse_trace(text: str) -> set[str]:
+    """The ``.vo`` files coqchk interned, from its (non-silent) trace; raises
+    :class:`CensusError` unless it also reports success."""
+    if _CHECKED not in text:
+        raise CensusError(f"coqchk did not report success: {text[-500:]!r}")
+    return {os.path.realpath(path) for path in _INTERN.findall(text)}
+
+
+def parse_libraries(output: str) -> tuple[str, ...]:
+    """The answer to ``Print Libraries``."""
+    head, *rest = clean(output).splitlines() or [""]
+    names = [line.strip() for line in rest if line.strip()]
+    if head.strip() != "Loaded library files:" or not all(_LIBRARY_NAME.fullmatch(n) for n in names):
+        raise CensusError(f"unexpected answer to Print Libraries: {output[:300]!r}")
+    return tuple(names)
+
+
+def parse_location(name: str, output: str) -> str:
+    """The file named by the answer to ``Locate Library name``."""
+    m = re.fullmatch(rf"{re.escape(name)} has been loaded from file\s+(\S.*)", clean(output), re.S)
+    if m is None:
+        raise CensusError(f"unexpected answer to Locate Library {name}: {output[:300]!r}")
+    return m.group(1).strip()
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/lean_env``, or ``~/.cache/lean_env``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "lean_env"
+
+
+class AxiomCensus:
+    """Takes and caches censuses for one backend.
+
+    :meth:`identify` runs in the backend's session right after a header is
+    loaded; a census not yet in memory or on disk is then taken in a
+    background thread, and until it is known :meth:`is_clean` says no (so
+    proofs are checked with ``Print Assumptions`` meanwhile).  Workers that
+    share the cache directory take each census once: the first holds a file
+    lock while it runs, the others wait for it and read its result.
+    """
+
+    def __init__(self, config: RocqConfig, coq_version: str, coqchk: str, coqchk_version: str) -> None:
+        """Use :meth:`create`."""
+        self.config = config
+        self._coqchk = coqchk
+        self._identity = [CENSUS_VERSION, coq_version, coqchk, coqchk_version, *self._coqchk_options()]
+        self._cache_dir = Path(config.census_cache_dir) if config.census_cache_dir else default_cache_dir()
+        self._lock = threading.Lock()
+        #: census per key; ``None``: it could not be taken (not retried by this instance)
+        self._results: dict[str, Optional[Census]] = {}
+        self._running: dict[str, threading.Thread] = {}
+        self._processes: set[subprocess.Popen] = set()
+        self._sessions: set[RocqSession] = set()
+        self._closed = threading.Event()
+        self._warned: set[str] = set()
+        #: coqchk runs this instance started (the others found a cached census)
+        self.coqchk_runs = 0
+
+    @classmethod
+    def create(cls, config: RocqConfig, coq_version: str) -> Optional["AxiomCensus"]:
+        """A census for ``config``, or ``None`` (with a warning) when coqchk
+        cannot be found or does not report its version."""
+        exe = shutil.which(config.coqchk)
+        version = ""
+        if exe is not None:
+            try:
+                version = subprocess.run([exe, "-v"], capture_output=True, text=True, timeout=config.start_timeout,
+                                         env=config.child_env()).stdout.strip()
+            except (OSError, subprocess.TimeoutExpired):
+                version = ""
+        if not version:
+            log.warning("axiom census disabled: %r is not a working coqchk; every proof is checked with "
+                        "Print Assumptions", config.coqchk)
+            return None
+        return cls(config, coq_version, exe, version.splitlines()[0])
+
+    # -- the backend's side ------------------------------------------------
+    def identify(self, session: RocqSession, deadline: float) -> Environment:
+        """Describe the environment ``session`` is in (it must be right after
+        its header) and make sure its census is known or being taken.  The
+        session is left at the same state.  :class:`SessionError` propagates."""
+        state = session.header_state
+        try:
+            env = self._describe(session, deadline)
+        except CensusError as e:
+            env = Environment(libraries=(), key="", reason=str(e))
+        session.back_to(state, deadline)
+        if env.key:
+            self._start(env)
+        else:
+            self._warn_once(env.reason, "axiom census not applicable (%s); proofs under this header are checked "
+                                        "with Print Assumptions", env.reason[:300])
+        return env
+
+    def is_clean(self, env: Optional[Environment]) -> bool:
+        """Whether ``env`` is known to be clean (no proof in it can depend on
+        anything)."""
+        if env is None or not env.key:
+            return False
+        with self._lock:
+            census = self._results.get(env.key)
+        return census is not None and census.clean
+
+    def result(self, env: Environment) -> Optional[Census]:
+        """The census of ``env`` if it is known."""
+        with self._lock:
+            return self._results.get(env.key)
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for the censuses being taken; ``False`` if some still are."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                threads = list(self._running.values())
+            if not threads:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            threads[0].join(remaining)
+
+    def close(self) -> None:
+        """Stop the censuses being taken (their processes are killed)."""
+        self._closed.set()
+        with self._lock:
+            processes, sessions = list(self._processes), list(self._sessions)
+        for process in processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        for session in sessions:
+            session.kill()
+
+    def _describe(self, session: RocqSession, deadline: float) -> Environment:
+        for flag, expected in _DEFAULT_FLAGS.items():
+            reply = session.run(f"Test {flag}.", deadline)
+            if not reply.ok or clean(reply.output) != expected:
+                return Environment((), "", f"{flag} is not on after the header")
+        reply = session.run("Print All.", deadline)
+        if not reply.ok or clean(reply.output):
+            return Environment((), "", "the toplevel declares something before the proof")
+        libraries = _loaded_libraries(session, deadline)
+        material = json.dumps([*self._identity, [[lib.name, lib.path, lib.size, lib.mtime_ns] for lib in libraries]])
+        return Environment(libraries=libraries, key=hashlib.sha256(material.encode()).hexdigest())
+
+    def _start(self, env: Environment) -> None:
+        with self._lock:
+            if env.key in self._results or env.key in self._running or self._closed.is_set():
+                return
+            cached = self._read_cache(env)
+            if cached is None:
+                thread = threading.Thread(target=self._run, args=(env,), daemon=True, name="axiom-census")
+                self._running[env.key] = thread
+            else:
+                self._results[env.key] = cached
+        if cached is None:
+            thread.start()
+        else:
+            self._report(env, cached)
+
+    # -- taking a census ----------------------------------------------------
+    def _run(self, env: Environment) -> None:
+        try:
+            census: Optional[Census] = self._take(env)
+        except Exception as e:   # whatever went wrong, proofs keep being checked with Print Assumptions
+            census = None
+            if not self._closed.is_set():
+                self._warn_once(env.key, "axiom census failed (%s); proofs under this header are checked with "
+                                         "Print Assumptions", str(e)[:500])
+        with self._lock:
+            self._results[env.key] = census
+            del self._running[env.key]
+        if census is not None:
+            self._report(env, census)
+
+    def _take(self, env: Environment) -> Census:
+        self._cache_dir.mkdir(parents=True, exist_ok=True)
+        # the holder of the lock may need a whole census_timeout of its own
+        with self._file_lock(env.key, time.monotonic() + self.config.census_timeout + 60):
+            cached = self._read_cache(env)
+            if cached is not None:
+                return cached
+            started = time.monotonic()
+            deadline = started + self.config.census_timeout
+            census = self._scan_inductives(env, deadline)
+            if census.clean:
+                census = self._run_coqchk(env, deadline)
+            self._write_cache(env, census, time.monotonic() - started)
+            return census
+
+    def _scan_inductives(self, env: Environment, deadline: float) -> Census:
+        """Load the libraries in a coqtop of our own and run ``Print
+        Assumptions`` on every inductive type they declare."""
+        try:
+            session = RocqSession(self.config.argv(), env=self.config.child_env(), limits=self.config.limits(),
+                                  name="coqtop-census")
+        except SessionError as e:
+            raise CensusError(f"census coqtop: {e}") from e
+        with self._lock:
+            self._sessions.add(session)
+        try:
+            if self._closed.is_set():   # close() may have run before the session was registered
+                raise CensusError("the backend was closed")
+            session.wait_ready(deadline)
+            loaded = session.run(f"Require {' '.join(lib.name for lib in env.libraries)}.", deadline)
+            if not loaded.ok:
+                raise CensusError(f"the libraries do not load: {loaded.message[:300]}")
+            if _loaded_libraries(session, deadline) != env.libraries:
+                raise CensusError("a fresh coqtop loads other files for the same libraries")
+            if not session.run("Set Short Module Printing.", deadline).ok:
+                raise CensusError("Set Short Module Printing failed")
+            unsafe = []
+            for name in _inductive_types(session, [lib.name for lib in env.libraries], deadline):
+                reply = session.run(f"Print Assumptions {name}.", deadline)
+                found = parse_assumptions(reply.output)
+                if not reply.ok or found.axioms or found.other:
+                    unsafe.append(f"inductive: {name}: {' '.join(reply.message.split())[-200:]}")
+            return Census(unsafe=tuple(unsafe))
+        except SessionError as e:
+            raise CensusError(f"census coqtop: {e}") from e
+        finally:
+            session.kill()
+            with self._lock:
+                self._sessions.discard(session)
+
+    def _run_coqchk(self, env: Environment, deadline: float) -> Census:
+        """Re-check the libraries' files with coqchk and read its summary."""
+        argv = [self._coqchk, "-o", *self._coqchk_options(), *(lib.name for lib in env.libraries)]
+        with tempfile.TemporaryDirectory(prefix="sgs-census-") as scratch:
+            out_path = Path(scratch) / "coqchk.out"
+            with open(out_path, "wb") as out:
+                process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                           cwd=scratch, env=self.config.child_env(), start_new_session=True,
+                                           preexec_fn=_die_with_parent)
+            with self._lock:
+                self._processes.add(process)
+                self.coqchk_runs += 1
+            if self._closed.is_set():   # close() may have run before the process was registered
+                os.killpg(process.pid, signal.SIGKILL)
+            try:
+                rc = process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired as e:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                raise CensusError(f"coqchk did not finish within {self.config.census_timeout} s") from e
+            finally:
+                with self._lock:
+                    self._processes.discard(process)
+            text = out_path.read_text("utf-8", "replace")
+        if rc != 0:
+            raise CensusError(f"coqchk exited with {rc}: {text[-500:]!r}")
+        if parse_trace(text) != {lib.path for lib in env.libraries}:
+            raise CensusError("coqchk checked other files than the ones coqtop loaded")
+        return parse_summary(text)
+
+    def _coqchk_options(self) -> list[str]:
+        """The options of ``extra_args`` that coqchk shares with coqtop."""
+        args, options, i = self.config.extra_args, [], 0
+        while i < len(args):
+            arity = _COQCHK_OPTIONS.get(args[i])
+            if arity is not None and i + arity < len(args):
+                options.extend(args[i:i + 1 + arity])
+                i += 1 + arity
+            else:
+                i += 1
+        return options
+
+    # -- the cache ------------------------------------------------------------
+    def _cache_path(self, key: str) -> Path:
+        return self._cache_dir / f"census-{key}.json"
+
+    def _read_cache(self, env: Environment) -> Optional[Census]:
+        """A cached census of ``env``; an unreadable entry counts as absent."""
+        try:
+            data = json.loads(self._cache_path(env.key).read_text())
+            if data["version"] != CENSUS_VERSION or data["key"] != env.key:
+                return None
+            axioms, unsafe = data["axioms"], data["unsafe"]
+            if not all(isinstance(x, str) for x in [*axioms, *unsafe]):
+                return None
+            return Census(axioms=tuple(axioms), unsafe=tuple(unsafe))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _write_cache(self, env: Environment, census: Census, seconds: float) -> None:
+        """Write atomically, so that a reader never sees half an entry."""
+        data = {"version": CENSUS_VERSION, "key": env.key, "axioms": list(census.axioms),
+                "unsafe": list(census.unsafe), "seconds": round(seconds, 1), "coqchk": self._identity[3],
+                "libraries": [[lib.name, lib.path, lib.size, lib.mtime_ns] for lib in env.libraries]}
+        fd, tmp = tempfile.mkstemp(dir=self._cache_dir, prefix=".census-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(data, f, indent=1)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self._cache_path(env.key))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    @contextlib.contextmanager
+    def _file_lock(self, key: str, deadline: float) -> Iterator[None]:
+        """Hold the lock of ``key`` against other processes (and threads)."""
+        fd = os.open(self._cache_dir / f"census-{key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as e:
+                    if e.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise
+                if time.monotonic() > deadline or self._closed.wait(0.2):
+                    raise CensusError("another worker held the census lock for too long")
+            yield
+        finally:
+            os.close(fd)   # releases the lock
+
+    # -- messages -------------------------------------------------------------
+    def _report(self, env: Environment, census: Census) -> None:
+        if not census.clean:
+            self._warn_once(env.key, "axiom census: the header's libraries are not clean (%s); proofs under it "
+                                     "are checked with Print Assumptions", census.describe())
+
+    def _warn_once(self, topic: str, message: str, *args: object) -> None:
+        with self._lock:
+            if topic in self._warned:
+                return
+            self._warned.add(topic)
+        log.warning(message, *args)
+
+
+def _die_with_parent() -> None:
+    """Runs in coqchk between fork and exec: a worker killed without closing
+    its backend must not leave a long coqchk behind (coqtop, unlike coqchk,
+    exits by itself when its stdin closes)."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _loaded_libraries(session: RocqSession, deadline: float) -> tuple[Library, ...]:
+    """Every library loaded in ``session``, with the file it came from."""
+    reply = session.run("Print Libraries.", deadline)
+    if not reply.ok:
+        raise CensusError("Print Libraries failed")
+    libraries = []
+    for name in sorted(parse_libraries(reply.output)):
+        located = session.run(f"Locate Library {name}.", deadline)
+        if not located.ok:
+            raise CensusError(f"Locate Library {name} failed")
+        path = os.path.realpath(parse_location(name, located.output))
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            raise CensusError(f"cannot read {path}: {e}") from e
+        libraries.append(Library(name=name, path=path, size=st.st_size, mtime_ns=st.st_mtime_ns))
+    return tuple(libraries)
+
+
+def _inductive_types(session: RocqSession, libraries: list[str], deadline: float) -> list[str]:
+    """Qualified names of the inductive types the libraries declare, found by
+    walking their modules with ``Print Module`` (short printing).  Functors
+    are skipped: their fields become globals only in the modules that apply
+    them, which are walked.  A module whose fields cannot be seen raises
+    :class:`CensusError`."""
+    todo, seen, found = list(libraries), set(), set()
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        if len(seen) > _MAX_MODULES:
+            raise CensusError("too many modules")
+        reply = session.run(f"Print Module {module}.", deadline)
+        text = clean(reply.output)
+        head = _MODULE_HEAD.match(text)
+        if not reply.ok or head is None:
+            raise CensusError(f"unexpected answer to Print Module {module}: {text[:300]!r}")
+        if head.group(1):
+            continue
+        body = text[head.end():]
+        if "Struct" not in body and "Sig" not in body and re.match(r"\s*:(?!=)", body):
+            # a module typed by a named module type, its implementation not shown
+            raise CensusError(f"the fields of module {module} are not visible")
+        for keyword, name in _MODULE_FIELD.findall(body):
+            if keyword == "Module":
+                todo.append(f"{module}.{name}")
+            elif not keyword.startswith("Module"):
+                found.add(f"{module}.{name}")
+    return sorted(found)
