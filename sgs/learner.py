@@ -11,30 +11,45 @@ pieces, in the order they appear in this file:
    plan is deterministic given the examples and ``TrainSettings.seed``.
 3. ``micro_batch_loss`` / ``run_steps`` (the math): gradient accumulation over
    micro-batches with the losses of :mod:`sgs.objectives`, then one clipped
-   Adam step per planned step.  Pure torch; usable without Ray.
+   Adam step per planned step.  The accumulation and the step go through an
+   update object: :class:`TorchUpdate` (a plain module, or DDP) or
+   :class:`DeepSpeedUpdate` (a DeepSpeed ZeRO-2 engine).  Usable without Ray.
 4. ``_train_worker`` (Ray plumbing): on each rank, load the base checkpoint,
-   wrap it in DDP, run its share of the plan, report metrics and, from rank 0,
-   a Hugging Face checkpoint.
+   wrap it in DDP or a DeepSpeed engine (``TrainSettings.strategy``), run its
+   share of the plan, report metrics and, from rank 0, a Hugging Face
+   checkpoint.
 5. ``train``: runs the TorchTrainer, then moves the checkpoint Ray Train
    stored into ``output_dir`` and saves the tokenizer beside it, so
    ``TransformersEngine.load_weights`` can read the directory.
 
 The optimizer is recreated every run (the reference behaviour); with
 ``optimizer_state="persist"`` its state is saved next to the weights and
-restored from the base checkpoint by the next run.
+restored from the base checkpoint by the next run: ``optimizer.pt`` for DDP,
+and for DeepSpeed an engine checkpoint in ``deepspeed/`` holding one ZeRO-2
+optimizer shard per rank (the next run must have as many workers).
+
+Both strategies run the same code on CPU (gloo, fp32) and GPU (NCCL, bf16 if
+``TrainSettings.bf16``).  On CPU, DeepSpeed's engine would JIT-compile a
+shared-memory all-reduce kernel (about a minute on a fresh machine) that only
+its inference all-reduce uses; the worker marks that op unavailable, so no
+extension is ever built.  The optimizer is a client torch AdamW, never a
+DeepSpeed-built one (whose fused kernel is also JIT-compiled).
 
 Examples reach the workers through the Ray object store, one object per
 worker: no shared file system is needed for them, and each worker fetches only
 its own shard.
 
 Gradient accumulation equals one big batch: each micro-batch loss is divided
-by the *global* normaliser of its step, DDP averages the workers' gradients,
-and each worker's loss is multiplied by the world size to turn that average
-back into the sum over the whole step.
+by the *global* normaliser of its step, DDP (or ZeRO-2's reduce-scatter)
+averages the workers' gradients, and each worker's loss is multiplied by the
+world size to turn that average back into the sum over the whole step.
+DeepSpeed's own division of the loss by the accumulation steps is switched
+off (``scale_wrt_gas=False``): the global normaliser already covers it.
 """
 
 from __future__ import annotations
 
+import glob
 import math
 import os
 import random
@@ -42,7 +57,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -50,7 +65,7 @@ import ray
 import ray.train
 import torch
 from ray.train import Checkpoint, RunConfig, ScalingConfig
-from ray.train.torch import TorchConfig, TorchTrainer, prepare_model
+from ray.train.torch import TorchConfig, TorchTrainer, get_device, prepare_model
 from torch import Tensor
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -60,8 +75,12 @@ from sgs.objectives import cispo_batches, cispo_loss, conjecturer_loss, weighted
 
 Objective = Literal["reinforce", "reinforce_half", "ei", "cispo", "conjecturer"]
 OBJECTIVES: tuple[str, ...] = ("reinforce", "reinforce_half", "ei", "cispo", "conjecturer")
+Strategy = Literal["auto", "ddp", "deepspeed"]
+STRATEGIES: tuple[str, ...] = ("auto", "ddp", "deepspeed")
 
-OPTIMIZER_FILE = "optimizer.pt"
+OPTIMIZER_FILE = "optimizer.pt"  # DDP's persisted Adam state, inside a checkpoint dir
+DEEPSPEED_DIR = "deepspeed"  # DeepSpeed's engine checkpoint (the ZeRO-2 optimizer shards), inside a checkpoint dir
+DEEPSPEED_TAG = "state"  # the one tag saved under DEEPSPEED_DIR
 STAGING_DIR = ".ray_train"  # Ray Train's storage for the run, inside output_dir, removed on success
 PAD_ID = 0  # any id works: padded positions are masked out of the forward pass and the loss
 
@@ -111,12 +130,21 @@ class TrainSettings:
     cispo_eps_high: float = 3.0
     """CISPO clip: importance weights above 1 + eps_high are lowered to it ([0, 4] by default)."""
     bf16: bool = False
-    """Run the forward pass under bf16 autocast (the paper trains in bf16); weights and Adam state stay fp32."""
+    """Train in bf16 (the paper does).  DDP: the forward pass runs under bf16 autocast, weights and Adam
+    state stay fp32.  DeepSpeed: bf16 weights and activations, with fp32 master weights, fp32 gradient
+    accumulation and fp32 Adam state inside the ZeRO optimizer."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass to save memory."""
     optimizer_state: Literal["reset", "persist"] = "reset"
     """"reset": a fresh Adam every run (the reference); "persist": restore the Adam state saved
     with the base checkpoint, if any, and save it with the new one."""
+    strategy: Strategy = "auto"
+    """Data-parallel training: "deepspeed" (DeepSpeed ZeRO stage 2: gradients and Adam state are
+    partitioned over the ranks, which a 7B model on 80 GB GPUs needs), "ddp" (torch
+    DistributedDataParallel: every rank holds all of them) or "auto": deepspeed with GPUs
+    (``use_gpu``), ddp on CPU, where ZeRO-2 saves no memory that matters and costs time (a few
+    seconds of start-up per run and about half the training throughput on the tiny model).
+    Both give the same plan, losses and weights."""
     num_workers: int = 1
     """Ray Train workers (data-parallel ranks)."""
     cpus_per_worker: float = 1.0
@@ -142,6 +170,15 @@ class TrainSettings:
             )
         if self.optimizer_state not in ("reset", "persist"):
             raise ValueError(f"TrainSettings.optimizer_state must be 'reset' or 'persist', got {self.optimizer_state!r}")
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"TrainSettings.strategy must be 'auto', 'ddp' or 'deepspeed', got {self.strategy!r}")
+
+    @property
+    def resolved_strategy(self) -> Literal["ddp", "deepspeed"]:
+        """The strategy the run uses: ``strategy``, with "auto" decided by ``use_gpu``."""
+        if self.strategy == "auto":
+            return "deepspeed" if self.use_gpu else "ddp"
+        return self.strategy
 
 
 @dataclass(frozen=True)
@@ -279,9 +316,12 @@ def plan_steps(
 ) -> list[list[WorkerStep]]:
     """The whole run as ``plan[worker][step]``; examples must be validated and truncated.
 
-    A step's sequences are dealt to the workers round-robin.  A worker left
-    without any gets one zero-weight copy of the step's first sequence, so it
-    still takes part in the step's gradient all-reduce and contributes nothing.
+    A step's sequences are dealt to the workers round-robin.  A worker with
+    fewer than the first worker is topped up with zero-weight copies of the
+    step's first sequence: they contribute nothing, but every worker runs the
+    same number of micro-batches, because every rank must join each gradient
+    collective (DDP's all-reduce after the last micro-batch, ZeRO-2's
+    reduce-scatter after every micro-batch).
     """
     rng = random.Random(settings.seed)
     workers = settings.num_workers
@@ -298,8 +338,11 @@ def plan_steps(
                 PlannedSequence(e.prompt_ids, e.completion_ids, e.weight, e.old_logprobs, g, group_tokens[g])
                 for e, g in zip(step_examples, groups)
             ]
+            filler = replace(sequences[0], weight=0.0)
+            width = len(sequences[0::workers])  # round-robin: the first worker's share is the largest
             for worker in range(workers):
-                share = sequences[worker::workers] or [replace(sequences[0], weight=0.0)]
+                share = sequences[worker::workers]
+                share = share + [filler] * (width - len(share))
                 micro = settings.micro_batch_size
                 plan[worker].append(
                     WorkerStep(
@@ -357,42 +400,102 @@ def micro_batch_loss(
     )
 
 
+class TorchUpdate:
+    """Gradient accumulation and the clipped step for a plain module or a DDP-wrapped one."""
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, grad_clip: float,
+                 bf16_autocast: bool = False) -> None:
+        self.model = model
+        self.optimizer = optimizer
+        self.grad_clip = grad_clip
+        self.bf16_autocast = bf16_autocast
+        optimizer.zero_grad(set_to_none=True)
+
+    def accumulate(self, last: bool) -> AbstractContextManager[Any]:
+        """Context of one micro-batch's forward and backward: DDP all-reduces only after the last."""
+        if isinstance(self.model, torch.nn.parallel.DistributedDataParallel) and not last:
+            return self.model.no_sync()
+        return nullcontext()
+
+    def autocast(self) -> AbstractContextManager[Any]:
+        """Context of the forward pass: bf16 autocast if asked for."""
+        device_type = next(self.model.parameters()).device.type
+        return torch.autocast(device_type, dtype=torch.bfloat16, enabled=self.bf16_autocast)
+
+    def backward(self, loss: Tensor) -> None:
+        """Add this micro-batch's gradient to the accumulated one."""
+        loss.backward()
+
+    def step(self) -> float:
+        """Clip, take the optimizer step, clear the gradients; returns the norm before clipping."""
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return float(grad_norm)
+
+
+class DeepSpeedUpdate:
+    """Gradient accumulation and the clipped step for a DeepSpeed engine.
+
+    The engine clips (``gradient_clipping`` in its config) and clears the
+    gradients itself.  Its accumulation boundary is set explicitly on every
+    micro-batch, so steps may hold different numbers of micro-batches (the
+    last step of an epoch is usually short).
+    """
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    def accumulate(self, last: bool) -> AbstractContextManager[Any]:
+        """Mark whether this micro-batch closes the step (ZeRO-2 finalises the reduction then)."""
+        self.engine.set_gradient_accumulation_boundary(last)
+        return nullcontext()
+
+    def autocast(self) -> AbstractContextManager[Any]:
+        """No autocast: with bf16 on, the engine's weights are bf16 already."""
+        return nullcontext()
+
+    def backward(self, loss: Tensor) -> None:
+        """Backward without DeepSpeed's division by the accumulation steps (the loss is globally normalised)."""
+        self.engine.backward(loss, scale_wrt_gas=False)
+
+    def step(self) -> float:
+        """Take the engine's step; returns the global gradient norm before clipping."""
+        self.engine.step()
+        return float(self.engine.get_global_grad_norm())
+
+
 def run_steps(
     model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
+    update: TorchUpdate | DeepSpeedUpdate,
     steps: list[WorkerStep],
     objective: str,
     settings: TrainSettings,
 ) -> dict[str, float]:
     """Take one optimizer step per planned step; returns summed loss and grad norm, and tokens.
 
-    Works on a plain module (one process) or a DDP-wrapped one (one call per
-    rank, inside an initialised process group).
+    ``model`` is what the forward pass calls: a plain module (one process), a
+    DDP-wrapped one or a DeepSpeed engine (one call per rank, inside an
+    initialised process group); ``update`` accumulates its gradients and steps.
     """
     distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
     world_size = torch.distributed.get_world_size() if distributed else 1
-    is_ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel)
-    device_type = next(model.parameters()).device.type
+    device = next(model.parameters()).device
     model.train()
     loss_total = grad_norm_total = 0.0
     tokens = 0
     for step in steps:
-        optimizer.zero_grad(set_to_none=True)
-        step_loss = torch.zeros((), dtype=torch.float64)
+        step_loss = torch.zeros((), dtype=torch.float64, device=device)
         for index, batch in enumerate(step.micro_batches):
-            # Only the last micro-batch's backward all-reduces; the others accumulate locally.
-            last = index == len(step.micro_batches) - 1
-            with model.no_sync() if is_ddp and not last else nullcontext():
-                with torch.autocast(device_type, dtype=torch.bfloat16, enabled=settings.bf16):
+            with update.accumulate(last=index == len(step.micro_batches) - 1):
+                with update.autocast():
                     loss = micro_batch_loss(model, batch, step, objective, settings)
-                (loss * world_size).backward()  # DDP averages over ranks; the step loss is their sum
-            step_loss += loss.detach().double().cpu()
+                update.backward(loss * world_size)  # the ranks' gradients are averaged; the step loss is their sum
+            step_loss += loss.detach().double()
         if distributed:
             torch.distributed.all_reduce(step_loss)
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
-        optimizer.step()
+        grad_norm_total += update.step()
         loss_total += float(step_loss)
-        grad_norm_total += float(grad_norm)
         tokens += step.num_tokens
     return {"loss_sum": loss_total, "grad_norm_sum": grad_norm_total, "num_tokens": tokens}
 
@@ -406,6 +509,71 @@ def make_optimizer(model: torch.nn.Module, settings: TrainSettings) -> torch.opt
         eps=settings.adam_eps,
         weight_decay=settings.weight_decay,
     )
+
+
+def deepspeed_config(settings: TrainSettings, micro_batches_per_step: int) -> dict[str, Any]:
+    """The DeepSpeed config of a run: ZeRO stage 2, clipping, bf16 if asked; the optimizer is the client's.
+
+    ``gradient_accumulation_steps`` is nominal (DeepSpeed checks it against the
+    batch sizes): :class:`DeepSpeedUpdate` sets every accumulation boundary
+    and turns off the division of the loss by it.
+    """
+    return {
+        "train_micro_batch_size_per_gpu": settings.micro_batch_size,
+        "gradient_accumulation_steps": micro_batches_per_step,
+        "gradient_clipping": settings.grad_clip,
+        "zero_optimization": {"stage": 2},
+        "bf16": {"enabled": settings.bf16},
+        # With bf16 weights, accumulate the micro-batch gradients in fp32 (no effect in fp32).
+        "data_types": {"grad_accum_dtype": "fp32"},
+    }
+
+
+def make_deepspeed_engine(
+    model: torch.nn.Module, settings: TrainSettings, micro_batches_per_step: int, resume_dir: str | None
+) -> Any:
+    """Wrap ``model`` in a ZeRO-2 engine with a client AdamW; restore ``resume_dir``'s state if given.
+
+    Call inside an initialised process group (Ray Train's); DeepSpeed reuses
+    it.  Restoring loads the engine checkpoint saved by a previous run with
+    ``DEEPSPEED_TAG``: this rank's Adam shard and fp32 master weights, so with
+    bf16 the run goes on from the fp32 weights that the Hugging Face
+    checkpoint beside it holds rounded to bf16.  (The engine checkpoint also
+    holds a copy of the module's weights, which DeepSpeed's loader requires.)
+    """
+    os.environ["DS_ACCELERATOR"] = "cuda" if settings.use_gpu else "cpu"
+    import deepspeed
+    from deepspeed.ops.op_builder.cpu import ShareMemCommBuilder
+
+    # DeepSpeed's comm backend JIT-builds this CPU kernel (about a minute on a fresh machine)
+    # and uses it only for inference all-reduce; marked unavailable, training uses the
+    # process group's own collectives and nothing is compiled.
+    deepspeed.ops.__compatible_ops__[ShareMemCommBuilder.NAME] = False
+    engine, *_ = deepspeed.initialize(
+        model=model,
+        optimizer=make_optimizer(model, settings),
+        config=deepspeed_config(settings, micro_batches_per_step),
+    )
+    if resume_dir is not None:
+        path, _ = engine.load_checkpoint(resume_dir, tag=DEEPSPEED_TAG, load_lr_scheduler_states=False)
+        if path is None:
+            raise RuntimeError(f"DeepSpeed could not load its checkpoint from {resume_dir}")
+    return engine
+
+
+def _deepspeed_resume_dir(base_checkpoint: str, settings: TrainSettings) -> str | None:
+    """The base checkpoint's DeepSpeed state to restore, if persisting and there is one (checked on the driver)."""
+    directory = os.path.join(base_checkpoint, DEEPSPEED_DIR)
+    persisting = settings.resolved_strategy == "deepspeed" and settings.optimizer_state == "persist"
+    if not persisting or not os.path.isdir(directory):
+        return None
+    shards = glob.glob(os.path.join(directory, DEEPSPEED_TAG, "*_optim_states.pt"))
+    if len(shards) != settings.num_workers:
+        raise ValueError(
+            f"{directory} holds {len(shards)} ZeRO-2 optimizer shards but the run has {settings.num_workers} "
+            f"workers; persisted optimizer state needs the same number of workers"
+        )
+    return os.path.abspath(directory)
 
 
 # --------------------------------------------------------------------------
@@ -425,14 +593,25 @@ def _train_worker(config: dict[str, Any]) -> None:
     save_dtype = model.dtype
     if settings.gradient_checkpointing:
         model.gradient_checkpointing_enable()
-    model = prepare_model(model.float())  # train in fp32; DDP when world size > 1
-    optimizer = make_optimizer(model, settings)
-    optimizer_file = os.path.join(config["base_checkpoint"], OPTIMIZER_FILE)
-    if settings.optimizer_state == "persist" and os.path.isfile(optimizer_file):
-        optimizer.load_state_dict(torch.load(optimizer_file, map_location="cpu"))
+    persist = settings.optimizer_state == "persist"
+    if settings.resolved_strategy == "deepspeed":
+        # Move before casting, so that a large model is never held in fp32 in host memory.
+        model.to(get_device()).to(torch.bfloat16 if settings.bf16 else torch.float32)
+        engine = make_deepspeed_engine(
+            model, settings, max(len(step.micro_batches) for step in steps), config["deepspeed_resume_dir"]
+        )
+        trained: torch.nn.Module = engine
+        update: TorchUpdate | DeepSpeedUpdate = DeepSpeedUpdate(engine)
+    else:
+        trained = prepare_model(model.float())  # train in fp32; DDP when world size > 1
+        optimizer = make_optimizer(trained, settings)
+        optimizer_file = os.path.join(config["base_checkpoint"], OPTIMIZER_FILE)
+        if persist and os.path.isfile(optimizer_file):
+            optimizer.load_state_dict(torch.load(optimizer_file, map_location="cpu"))
+        update = TorchUpdate(trained, optimizer, settings.grad_clip, bf16_autocast=settings.bf16)
 
     start = time.perf_counter()
-    totals = run_steps(model, optimizer, steps, config["objective"], settings)
+    totals = run_steps(trained, update, steps, config["objective"], settings)
     seconds = time.perf_counter() - start
     metrics = {
         "loss": totals["loss_sum"] / max(len(steps), 1),
@@ -443,14 +622,20 @@ def _train_worker(config: dict[str, Any]) -> None:
     }
 
     with tempfile.TemporaryDirectory() as directory:
-        checkpoint = None
+        wrote = False
+        if settings.resolved_strategy == "deepspeed" and persist:
+            # Collective: each rank writes its own optimizer shard, rank 0 the engine's metadata.
+            engine.save_checkpoint(os.path.join(directory, DEEPSPEED_DIR), tag=DEEPSPEED_TAG)
+            wrote = True
         if rank == 0:
-            unwrapped = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
-            unwrapped.to(save_dtype).save_pretrained(directory)
-            if settings.optimizer_state == "persist":
+            # `model` is the module DDP or the engine wraps; after the step every rank holds all its weights.
+            model.to(save_dtype).save_pretrained(directory)
+            if settings.resolved_strategy == "ddp" and persist:
                 torch.save(optimizer.state_dict(), os.path.join(directory, OPTIMIZER_FILE))
-            checkpoint = Checkpoint.from_directory(directory)
-        # Every rank reports (it is a barrier); Ray keeps rank 0's metrics and checkpoint.
+            wrote = True
+        # Every rank reports (it is a barrier); Ray merges the ranks' files into one
+        # checkpoint directory and keeps rank 0's metrics.
+        checkpoint = Checkpoint.from_directory(directory) if wrote else None
         ray.train.report(metrics, checkpoint=checkpoint, checkpoint_dir_name="model")
 
 
@@ -478,6 +663,10 @@ def train(
             ``output_dir/.ray_train`` and is removed first, so a retried run never
             reloads a stale one.
 
+    With ``optimizer_state="persist"`` and DeepSpeed, a base checkpoint that
+    holds ``deepspeed/`` must come from a run with the same number of workers
+    (ValueError otherwise, before any worker starts).
+
     An empty ``examples`` list starts no run and returns ``base_checkpoint``
     unchanged with zero metrics: the loop then keeps the current weights.
     Requires Ray to be initialised (``ray.init``) when there is anything to
@@ -491,6 +680,7 @@ def train(
     output_dir = os.path.abspath(output_dir)
     if os.path.realpath(base_checkpoint) == os.path.realpath(output_dir):
         raise ValueError(f"output_dir {output_dir} is the base checkpoint; write the new weights elsewhere")
+    deepspeed_resume_dir = _deepspeed_resume_dir(base_checkpoint, settings)
     truncated = [truncate(example, settings.max_seq_len, index) for index, example in enumerate(examples)]
     num_truncated = sum(a is not b for a, b in zip(examples, truncated))
     plan = plan_steps(truncated, objective, settings)
@@ -507,6 +697,7 @@ def train(
             "settings": asdict(settings),
             "objective": objective,
             "base_checkpoint": base_checkpoint,
+            "deepspeed_resume_dir": deepspeed_resume_dir,
         },
         scaling_config=ScalingConfig(
             num_workers=settings.num_workers,

@@ -1,5 +1,5 @@
-"""The learner: input checks, the step plan, gradient accumulation, and one
-real Ray Train run on a tiny Llama."""
+"""The learner: input checks, the step plan, gradient accumulation, and real
+Ray Train runs on a tiny Llama with both strategies (DDP and DeepSpeed ZeRO-2)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import copy
 import logging
 import math
 import os
+import shutil
 import uuid
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import ray
@@ -17,9 +19,12 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sgs.engines.hf import TransformersEngine
 from sgs.learner import (
+    DEEPSPEED_DIR,
+    DEEPSPEED_TAG,
     OPTIMIZER_FILE,
     STAGING_DIR,
     TrainExample,
+    TorchUpdate,
     TrainSettings,
     plan_steps,
     run_steps,
@@ -110,6 +115,28 @@ def test_bad_examples_are_rejected(checkpoint, tmp_path, example, objective, mes
               output_dir=str(tmp_path / "out"), run_name="never-starts")
 
 
+def test_strategy_auto_means_deepspeed_on_gpus_and_ddp_on_cpu():
+    assert TrainSettings().resolved_strategy == "ddp"
+    assert TrainSettings(use_gpu=True).resolved_strategy == "deepspeed"
+    assert TrainSettings(strategy="deepspeed").resolved_strategy == "deepspeed"
+    assert TrainSettings(strategy="ddp", use_gpu=True).resolved_strategy == "ddp"
+    with pytest.raises(ValueError, match="TrainSettings.strategy must be 'auto', 'ddp' or 'deepspeed', got 'fsdp'"):
+        TrainSettings(strategy="fsdp")
+
+
+def test_persisted_deepspeed_state_needs_the_same_number_of_workers(checkpoint, tokenizer, tmp_path):
+    base = tmp_path / "base"
+    shutil.copytree(checkpoint, base)
+    shards = base / DEEPSPEED_DIR / DEEPSPEED_TAG
+    shards.mkdir(parents=True)
+    (shards / "zero_pp_rank_0_mp_rank_00_optim_states.pt").touch()
+    settings = TrainSettings(strategy="deepspeed", optimizer_state="persist", num_workers=2)
+    with pytest.raises(ValueError, match="holds 1 ZeRO-2 optimizer shards but the run has 2 workers"):
+        train(make_examples(tokenizer), base_checkpoint=str(base), objective="reinforce", settings=settings,
+              output_dir=str(tmp_path / "out"), run_name="never-starts")
+    assert not (tmp_path / "out").exists()
+
+
 def test_output_dir_must_not_be_the_base_checkpoint(checkpoint, tokenizer):
     with pytest.raises(ValueError, match="is the base checkpoint"):
         train(make_examples(tokenizer), base_checkpoint=checkpoint, objective="reinforce",
@@ -168,6 +195,10 @@ def test_an_idle_worker_gets_a_zero_weight_filler(tokenizer):
     last = [worker[1] for worker in plan]
     weights = [[s.weight for batch in w.micro_batches for s in batch] for w in last]
     assert weights == [[1.0], [0.0], [0.0]]
+    # The first step deals 2, 1, 1 sequences: the short shares are topped up to 2, so every
+    # worker joins every gradient collective (ZeRO-2 reduce-scatters after each micro-batch).
+    first = [[s.weight for batch in w.micro_batches for s in batch] for w in (worker[0] for worker in plan)]
+    assert first == [[1.0, 1.0], [1.0, 0.0], [1.0, 0.0]]
     assert {w.num_sequences for w in last} == {1}
     # Epochs are reshuffled, and the whole run is reproducible from the seed.
     first_epoch = [s.completion_ids for w in plan for batch in w[0].micro_batches for s in batch]
@@ -197,7 +228,8 @@ def test_micro_batches_give_the_gradient_of_one_big_batch(checkpoint, tokenizer,
         [steps] = plan_steps(examples, objective, settings)
         model = copy.deepcopy(base)
         # SGD with lr 1 makes the parameter update equal to minus the gradient.
-        run_steps(model, torch.optim.SGD(model.parameters(), lr=1.0), steps, objective, settings)
+        run_steps(model, TorchUpdate(model, torch.optim.SGD(model.parameters(), lr=1.0), settings.grad_clip), steps,
+                  objective, settings)
         updates.append(torch.cat([(p - q).flatten() for p, q in zip(model.parameters(), base.parameters())]))
     assert updates[0].abs().max() > 0
     for other in updates[1:]:
@@ -212,7 +244,8 @@ def test_worker_shards_sum_to_the_whole_batch_gradient(checkpoint, tokenizer, nu
 
     def update(steps, settings):
         model = copy.deepcopy(base)
-        run_steps(model, torch.optim.SGD(model.parameters(), lr=1.0), steps, "cispo", settings)
+        run_steps(model, TorchUpdate(model, torch.optim.SGD(model.parameters(), lr=1.0), settings.grad_clip), steps,
+                  "cispo", settings)
         return torch.cat([(p - q).flatten() for p, q in zip(model.parameters(), base.parameters())])
 
     whole = TrainSettings(global_batch_size=5, grad_clip=1e9)
@@ -223,32 +256,81 @@ def test_worker_shards_sum_to_the_whole_batch_gradient(checkpoint, tokenizer, nu
 
 
 # --------------------------------------------------------------------------
-# One real Ray Train run
+# Real Ray Train runs, one per strategy with the same settings and examples
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_training_raises_likelihood_and_writes_a_loadable_checkpoint(ray_cluster, checkpoint, tokenizer, tmp_path):
+def reference_settings(strategy: str, max_seq_len: int) -> TrainSettings:
+    """Two workers, 2 epochs of steps of 4 + 1 sequences: the short step leaves worker 1 a filler."""
+    return TrainSettings(
+        lr=1e-2, global_batch_size=4, num_workers=2, cpus_per_worker=0.5, epochs=2, max_seq_len=max_seq_len,
+        optimizer_state="persist", strategy=strategy,
+    )
+
+
+@pytest.fixture(scope="module")
+def reference_examples(tokenizer):
+    """The PAIRS examples with a max_seq_len that cuts the longest completion (truncation reaches the workers)."""
     examples = make_examples(tokenizer)
-    # Cut the longest completion, to check truncation reaches the workers and the metrics.
-    max_seq_len = max(len(e.prompt_ids) + len(e.completion_ids) for e in examples) - 3
+    return examples, max(len(e.prompt_ids) + len(e.completion_ids) for e in examples) - 3
+
+
+@pytest.fixture(scope="module")
+def reference_run(ray_cluster, checkpoint, reference_examples, tmp_path_factory):
+    """``reference_run(strategy)``: the result of one Ray Train run, made on first use."""
+    examples, max_seq_len = reference_examples
+    results = {}
+
+    def run(strategy):
+        if strategy not in results:
+            output_dir = tmp_path_factory.mktemp(strategy) / "solver" / "iter_0001"
+            results[strategy] = train(
+                examples, base_checkpoint=checkpoint, objective="reinforce",
+                settings=reference_settings(strategy, max_seq_len), output_dir=str(output_dir),
+                run_name=f"test-learner-{strategy}-{uuid.uuid4().hex[:8]}",
+            )
+        return results[strategy]
+
+    return run
+
+
+def optimizer_shards(checkpoint_dir) -> list:
+    """The ZeRO-2 optimizer shards of a DeepSpeed checkpoint, in rank order."""
+    shards = sorted((Path(checkpoint_dir) / DEEPSPEED_DIR / DEEPSPEED_TAG).glob("zero_pp_rank_*_optim_states.pt"))
+    return [torch.load(shard, weights_only=False)["optimizer_state_dict"] for shard in shards]
+
+
+def adam_state(shard) -> dict:
+    """The torch AdamW state of one shard: this rank's flat partition of step, exp_avg and exp_avg_sq."""
+    return shard["base_optimizer_state"]["state"][0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["ddp", "deepspeed"])
+def test_training_raises_likelihood_and_writes_a_loadable_checkpoint(
+    reference_run, reference_examples, checkpoint, tokenizer, strategy
+):
+    examples, max_seq_len = reference_examples
     trained = [truncate(e, max_seq_len) for e in examples]
     engine = TransformersEngine(checkpoint, device="cpu")
     before = [sum(engine.logprobs_of(e.prompt_ids, e.completion_ids)) for e in trained]
 
-    settings = TrainSettings(
-        lr=1e-2, global_batch_size=4, num_workers=2, cpus_per_worker=0.5, epochs=2, max_seq_len=max_seq_len,
-        optimizer_state="persist",
-    )
-    output_dir = tmp_path / "solver" / "iter_0001"
-    result = train(examples, base_checkpoint=checkpoint, objective="reinforce", settings=settings,
-                   output_dir=str(output_dir), run_name=f"test-learner-{uuid.uuid4().hex[:8]}")
+    result = reference_run(strategy)
 
-    assert result.checkpoint_dir == str(output_dir)
+    output_dir = Path(result.checkpoint_dir)
+    assert output_dir.name == "iter_0001"
     files = set(os.listdir(output_dir))
-    assert {"config.json", "model.safetensors", "tokenizer.json", OPTIMIZER_FILE} <= files
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= files
     assert STAGING_DIR not in files
-    assert "state" in torch.load(output_dir / OPTIMIZER_FILE)
+    if strategy == "ddp":
+        assert OPTIMIZER_FILE in files and DEEPSPEED_DIR not in files
+        assert "state" in torch.load(output_dir / OPTIMIZER_FILE)
+    else:
+        assert DEEPSPEED_DIR in files and OPTIMIZER_FILE not in files
+        # ZeRO-2 partitions Adam's state: one shard per rank, each with about half of the moments.
+        sizes = [adam_state(shard)["exp_avg"].numel() for shard in optimizer_shards(output_dir)]
+        num_parameters = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(checkpoint).parameters())
+        assert len(sizes) == 2 and sum(sizes) >= num_parameters and max(sizes) < num_parameters
     AutoModelForCausalLM.from_pretrained(output_dir)
     assert AutoTokenizer.from_pretrained(output_dir)("Qed.")["input_ids"] == tokenizer("Qed.")["input_ids"]
 
@@ -263,3 +345,47 @@ def test_training_raises_likelihood_and_writes_a_loadable_checkpoint(ray_cluster
     assert metrics.num_tokens == 2 * sum(len(e.completion_ids) for e in trained)
     assert math.isfinite(metrics.loss) and metrics.loss > 0
     assert metrics.grad_norm > 0 and metrics.tokens_per_second > 0
+
+
+@pytest.mark.slow
+def test_deepspeed_trains_the_same_weights_as_ddp(reference_run, checkpoint):
+    """Same initial weights, examples and plan: ZeRO-2 must match DDP step for step.
+
+    Adam's first steps hardly depend on the gradients' scale, so the loss
+    scaling (global normalisers, world size, no division by the accumulation
+    steps) is checked by the pre-clipping gradient norm, which is exactly
+    proportional to it; the weights check the rest.
+    """
+    ddp, deepspeed = reference_run("ddp"), reference_run("deepspeed")
+    assert deepspeed.metrics.grad_norm == pytest.approx(ddp.metrics.grad_norm, rel=1e-5)
+    assert deepspeed.metrics.loss == pytest.approx(ddp.metrics.loss, rel=1e-5)
+    base = AutoModelForCausalLM.from_pretrained(checkpoint).state_dict()
+    ddp_weights = AutoModelForCausalLM.from_pretrained(ddp.checkpoint_dir).state_dict()
+    deepspeed_weights = AutoModelForCausalLM.from_pretrained(deepspeed.checkpoint_dir).state_dict()
+    assert max((ddp_weights[k] - base[k]).abs().max() for k in base) > 1e-2  # lr 1e-2: the steps moved them
+    for name in base:
+        torch.testing.assert_close(deepspeed_weights[name], ddp_weights[name], atol=1e-5, rtol=0, msg=name)
+
+
+@pytest.mark.slow
+def test_deepspeed_optimizer_state_carries_over_to_the_next_run(reference_run, reference_examples, tmp_path):
+    examples, max_seq_len = reference_examples
+    first = reference_run("deepspeed")
+    saved = optimizer_shards(first.checkpoint_dir)
+    assert [int(adam_state(shard)["step"]) for shard in saved] == [4, 4]
+
+    # Zero weights make every gradient zero, so Adam only decays the moments it restored.
+    idle = [replace(example, weight=0.0) for example in examples]
+    settings = replace(reference_settings("deepspeed", max_seq_len), epochs=1)
+    second = train(idle, base_checkpoint=first.checkpoint_dir, objective="reinforce", settings=settings,
+                   output_dir=str(tmp_path / "iter_0002"), run_name=f"test-learner-resume-{uuid.uuid4().hex[:8]}")
+
+    assert second.metrics.num_steps == 2 and second.metrics.grad_norm == 0.0
+    resumed = optimizer_shards(second.checkpoint_dir)
+    beta1, beta2 = settings.adam_betas
+    for old, new in zip(saved, resumed):
+        old, new = adam_state(old), adam_state(new)
+        assert int(new["step"]) == 6  # counted on from the restored 4; a fresh optimizer would be at 2
+        assert old["exp_avg"].abs().max() > 0
+        torch.testing.assert_close(new["exp_avg"], old["exp_avg"] * beta1**2, rtol=1e-5, atol=0)
+        torch.testing.assert_close(new["exp_avg_sq"], old["exp_avg_sq"] * beta2**2, rtol=1e-5, atol=0)

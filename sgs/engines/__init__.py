@@ -1,4 +1,9 @@
-"""Generation engines: one role's policy, sampled behind a backend-neutral interface."""
+"""Generation engines: one role's policy, sampled behind a backend-neutral interface.
+
+Backends, chosen by name with :func:`build_engine` (``resources.engine_backend``):
+"transformers" (:mod:`sgs.engines.hf`) and "vllm" (:mod:`sgs.engines.vllm`).
+Neither is imported here, so importing this package needs no vLLM.
+"""
 
 from sgs.engines.actor import BACKENDS, EngineActor, EngineGroup, build_engine
 from sgs.engines.base import GenerationEngine, Sample, SamplingSettings

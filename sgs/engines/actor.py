@@ -27,21 +27,25 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from sgs.engines.base import GenerationEngine, Sample, SamplingSettings
 
-BACKENDS = ("transformers",)
+BACKENDS = ("transformers", "vllm")
 
 
 def build_engine(backend: str, model_path: str, **options: Any) -> GenerationEngine:
     """Construct the engine selected by the ``engine_backend`` config value.
 
-    ``options`` are the backend's keyword arguments (for "transformers", those
-    of :class:`~sgs.engines.hf.TransformersEngine`).  A vLLM backend slots in
-    here as another name.
+    ``options`` are the backend's keyword arguments: those of
+    :class:`~sgs.engines.hf.TransformersEngine` for "transformers", of
+    :class:`~sgs.engines.vllm.VLLMEngine` for "vllm".
     """
+    # Imported only when chosen: backends pull in heavy, optional packages (vLLM).
     if backend == "transformers":
-        # Imported only when chosen: backends pull in heavy, optional packages (vLLM).
         from sgs.engines.hf import TransformersEngine
 
         return TransformersEngine(model_path, **options)
+    if backend == "vllm":
+        from sgs.engines.vllm import VLLMEngine
+
+        return VLLMEngine(model_path, **options)
     raise ValueError(f"unknown engine_backend {backend!r}; available: {', '.join(BACKENDS)}")
 
 
