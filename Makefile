@@ -8,7 +8,13 @@ PY := .venv/bin/python
 setup:
 	bash tools/setup.sh
 
+# the default run (python -m sgs): warm start of the tiny model (cached after
+# the first run), then self-play on the Rocq targets, then a summary
 demo: setup
+	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs
+
+# the verifier alone on the shipped sample of valid, wrong and hostile proofs
+verify-sample: setup
 	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m lean_env verify --backend rocq \
 	    --input lean_env/samples/rocq_sample.jsonl --output runs/sample_verdicts.jsonl --workers 2 --timeout 30
 

@@ -8,8 +8,15 @@
 Steps: compose and validate the config (exit 2 with every problem named),
 check that this machine can run it before starting anything (exit 3 with
 what is missing and the overrides that would run here), open the run
-directory (a new run, or a resume of the one there), start Ray, the engines
-and the verifier pool, run the loop, print a summary.
+directory (a new run, or a resume of the one there), start Ray, warm-start
+the base model (:mod:`sgs.sft`; the tiny model only, cached after the first
+run), start the engines and the verifier pool, measure the Solver's pass@k on
+the held-out targets, run the loop, measure it again, print a summary.
+
+The default run (no overrides) is the ``standard`` experiment on the tiny
+model with Rocq, at laptop scale (``conf/scale/laptop.yaml``): sized to
+finish on 2 CPU cores in about a quarter of an hour, the warm start of a
+first run included.
 """
 
 from __future__ import annotations
@@ -24,15 +31,15 @@ import ray
 from omegaconf import DictConfig
 from transformers import AutoTokenizer
 
+from sgs import sft
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, suggested_overrides
-from sgs.config import validate
-from sgs.loop import PHASES, Loop, current_weights
+from sgs.config import validate, warmstart_enabled
+from sgs.evaluate import HELD_OUT_FILE, held_out_pass_at_k, read_json
+from sgs.loop import PHASES, Loop, current_weights, derived_seed
 from sgs.metrics import MetricsSink
-from sgs.models import resolve_model_paths
-from sgs.roles import template_dir
-from sgs.runtime import Checkpoint, build_runtime, start_ray
+from sgs.runtime import Checkpoint, build_runtime, model_paths, sampling_settings, start_ray
 from sgs.store import Store
-from sgs.targets import corpus_texts, load_targets
+from sgs.targets import load_targets
 
 EXIT_CONFIG = 2
 EXIT_REQUIREMENTS = 3
@@ -58,52 +65,104 @@ def main(raw: DictConfig) -> None:
 
 def run(cfg: SGSConfig) -> None:
     """Create or resume the run in ``cfg.run_dir`` and run it to ``cfg.iterations``."""
+    started = time.perf_counter()
     targets = load_targets(cfg.targets, cfg.prover.language)
     run_dir = Path(cfg.run_dir)
     with Store.open(run_dir, targets, asdict(cfg)) as store:
-        start_rate, start_generations = store.solved_registry.cumulative_solve_rate(), store.generations()
         iteration, phase = store.resume_point(PHASES)
         if iteration >= cfg.iterations:
             print(f"{run_dir}: all {cfg.iterations} iterations are done")
             return
         if (iteration, phase) != (0, PHASES[0]):
             print(f"resuming {run_dir} at iteration {iteration}, phase {phase!r}")
-
-        # The tiny model's tokenizer is trained on the targets and the prompt wording.
-        templates = [p.read_text() for p in sorted(template_dir(cfg.prover.language).glob("*.j2"))]
-        paths = resolve_model_paths(cfg.model, seed=cfg.seed, corpus=corpus_texts(targets) + templates)
-        weights = {role: current_weights(store, role, paths.base) for role in ("solver", "conjecturer")}
-        weights["guide"] = Checkpoint(paths.guide, 0)
+        paths = model_paths(cfg)
 
         context = start_ray(cfg)
+        dashboard = None
         if context.dashboard_url:
-            print(f"Ray dashboard: http://{context.dashboard_url.removeprefix('http://')} (Ray 2.60 asks for "
-                  "the token in ~/.ray/auth_token; RAY_AUTH_MODE=disabled turns that off on a private machine)")
+            dashboard = f"http://{context.dashboard_url.removeprefix('http://')}"
+            print(f"Ray dashboard: {dashboard} ({DASHBOARD_TOKEN_HINT})")
         sink = None
         runtime = None
-        started = time.perf_counter()
+        seconds: dict[str, float] = {}
+        held_out: dict[str, dict | None] = {}
         try:
+            base = paths.base
+            if warmstart_enabled(cfg):
+                warm_started = time.perf_counter()
+                base = sft.prepare(cfg, paths, store.targets).checkpoint
+                seconds["warm start"] = time.perf_counter() - warm_started
+            weights = {role: current_weights(store, role, base) for role in ("solver", "conjecturer")}
+            # An explicitly configured Guide keeps its own weights; otherwise it is the (warm) base.
+            weights["guide"] = Checkpoint(paths.guide if cfg.model.guide_path else base, 0)
+
             runtime = build_runtime(cfg, run_dir, weights, AutoTokenizer.from_pretrained(paths.tokenizer))
             sink = MetricsSink(cfg.logging, run_dir, name=f"{cfg.experiment}-{run_dir.name}", config=asdict(cfg))
             loop = Loop(cfg, store, runtime, weights, run_name=f"{cfg.experiment}-{run_dir.name}",
                         on_metrics=sink.log)
+            if weights["solver"].version == 0:
+                held_out["before"] = _evaluate(cfg, store, runtime, seconds)
             loop.run()
+            held_out["after"] = _evaluate(cfg, store, runtime, seconds)
         finally:
             if sink is not None:
                 sink.close()
             if runtime is not None:
                 runtime.shutdown()
             ray.shutdown()
-        _summary(store, loop, start_rate, start_generations, time.perf_counter() - started)
+        _summary(cfg, store, loop, held_out, seconds, time.perf_counter() - started, dashboard)
 
 
-def _summary(store: Store, loop: Loop, start_rate: float, start_generations: int, seconds: float) -> None:
-    end_rate = store.solved_registry.cumulative_solve_rate()
-    print(f"\nrun directory: {store.run_dir}")
-    print(f"cumulative solve rate: {start_rate:.3f} -> {end_rate:.3f}")
-    print(f"generations: {start_generations} -> {store.generations()}")
-    print(f"wall time: {seconds:.0f} s; per phase: "
-          + ", ".join(f"{phase} {loop.seconds[phase]:.1f} s" for phase in PHASES))
+#: How to get past the Ray 2.60 dashboard's login.
+DASHBOARD_TOKEN_HINT = ("Ray 2.60 asks for the token in ~/.ray/auth_token; RAY_AUTH_MODE=disabled turns that "
+                        "off on a private machine")
+
+
+def _evaluate(cfg: SGSConfig, store: Store, runtime, seconds: dict[str, float]) -> dict | None:
+    """The Solver engines' current weights on the held-out targets (``evaluation.k`` samples each)."""
+    if cfg.evaluation.k == 0:
+        return None
+    start = time.perf_counter()
+    settings = sampling_settings(cfg.sampling.solver, n=cfg.evaluation.k, seed=derived_seed(cfg.seed, 0, "evaluate"))
+    result = held_out_pass_at_k(store.run_dir, runtime.engines["solver"], runtime.pool, runtime.prompter,
+                                store.targets, settings, cfg.prover.language)
+    seconds["held-out evaluation"] = seconds.get("held-out evaluation", 0.0) + time.perf_counter() - start
+    return result
+
+
+def _summary(cfg: SGSConfig, store: Store, loop: Loop, held_out: dict[str, dict | None],
+             seconds: dict[str, float], wall: float, dashboard: str | None) -> None:
+    """What the run did, in a few lines."""
+    metrics = store.metrics()
+    k = cfg.method.num_solver_samples
+    print(f"\n== SGS run summary ({cfg.experiment}, model {cfg.model.name}, prover {cfg.prover.backend}) ==")
+    print(f"run directory: {store.run_dir}  (metrics.jsonl, records per iteration, checkpoints/)")
+    if metrics:
+        first, last = metrics[0], metrics[-1]
+        print(f"cumulative solve rate on the {sum(not t.held_out for t in store.targets)} training targets: "
+              f"{first['cumulative_solve_rate']:.3f} after iteration 0 (the warm-started Solver's pass@{k}, "
+              f"before any self-play update) -> {last['cumulative_solve_rate']:.3f} after iteration "
+              f"{last['iteration']}")
+        print("  per iteration: " + ", ".join(f"{m['iteration']}: {m['cumulative_solve_rate']:.3f}" for m in metrics))
+        print(f"  pass@{k} per iteration: " + ", ".join(f"{m['iteration']}: {m['pass_at_k']:.3f}" for m in metrics))
+        print(f"generations: {last['generations']}")
+    before, after = held_out.get("before") or _stored_before(store), held_out.get("after")
+    if after is None:
+        print("held-out pass@k: not measured (no held-out target, or evaluation.k=0)")
+    else:
+        shown = "not measured" if before is None else (
+            f"{before['pass_at_k']:.3f} (policy version {before['policy_version']})")
+        print(f"held-out pass@{after['k']} on {after['targets']} targets: {shown} -> {after['pass_at_k']:.3f} "
+              f"(policy version {after['policy_version']})")
+    print(f"wall time: {wall:.0f} s; " + ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items()))
+    print("  per phase: " + ", ".join(f"{phase} {loop.seconds[phase]:.1f} s" for phase in PHASES))
+    if dashboard:
+        print(f"Ray dashboard (while a run is going): {dashboard}; {DASHBOARD_TOKEN_HINT}")
+
+
+def _stored_before(store: Store) -> dict | None:
+    """The base model's held-out result stored by an earlier session of this run."""
+    return (read_json(store.run_dir / HELD_OUT_FILE) or {}).get("0")
 
 
 if __name__ == "__main__":

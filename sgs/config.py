@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import importlib.resources
 import importlib.util
+import math
 import os
 import shlex
 import shutil
@@ -59,11 +60,14 @@ CONJECTURER_PROMPTS = ("target_conditioned", "unconditioned")
 REWARD_NORMALISATIONS = ("reference", "paper")
 LOSS_NORMALISATIONS = ("token_mean", "sequence_mean")
 OPTIMIZER_STATES = ("reset", "persist")
+LEARNER_STRATEGIES = ("auto", "ddp", "deepspeed")
 DTYPES = ("float32", "bfloat16", "float16")
 PROVER_BACKENDS = ("lean", "rocq")
 PROOF_LANGUAGES = ("lean", "rocq")
 ENGINE_BACKENDS = ("transformers", "vllm")
 WANDB_MODES = ("offline", "online", "disabled")
+WARMSTART_MODES = ("auto", "always", "never")
+ROLES = ("solver", "conjecturer", "guide")
 
 #: The proof language each prover backend checks.
 BACKEND_LANGUAGE = {"lean": "lean", "rocq": "rocq"}
@@ -235,6 +239,12 @@ class TrainingConfig:
     bf16: bool | None = None
     #: Recompute activations in the backward pass to save memory.
     gradient_checkpointing: bool = False
+    #: Data parallelism of the learner: ``deepspeed`` (DeepSpeed ZeRO stage 2:
+    #: gradients and Adam state partitioned over the learner workers, which a
+    #: 7B model on 80 GB GPUs needs), ``ddp`` (torch DDP: every worker holds
+    #: all of them) or ``auto``: deepspeed when the learner workers have GPUs,
+    #: ddp on CPU (where DeepSpeed only adds start-up time).  Same weights either way.
+    strategy: str = "auto"
 
 
 @dataclass
@@ -288,6 +298,10 @@ class ModelConfig:
     needs_gpu: bool = False
     #: Builder settings when ``path`` is null.
     tiny: TinyModelSettings | None = None
+    #: Factor on ``training.learning_rate`` for this model's self-play
+    #: updates.  The experiments give the paper's rates, which suit a 7B
+    #: model; a far smaller model needs far larger steps (the tiny model: 100).
+    learning_rate_scale: float = 1.0
 
 
 @dataclass
@@ -326,6 +340,9 @@ class ProverConfig:
     allowed_axioms: list[str] = field(default_factory=list)
     #: Target set used when ``targets.source`` is not given.
     default_targets: str = MISSING
+    #: Warm-start corpus used when ``warmstart.corpus`` is not given; null
+    #: when the language ships none.
+    default_warmstart_corpus: str | None = None
     #: Lean settings; required when ``backend`` is ``lean``.
     lean: LeanSettings | None = None
     #: Rocq settings; required when ``backend`` is ``rocq``.
@@ -369,6 +386,54 @@ class ResourcesConfig:
 
 
 @dataclass
+class WarmstartConfig:
+    """Supervised fine-tuning of the base model before self-play (:mod:`sgs.sft`).
+
+    The base model is trained on a corpus of (prompt, completion) pairs for
+    the three roles (:mod:`sgs.warmstart`) through the same Ray Train learner
+    as the self-play updates, with the plain NLL objective (every weight 1).
+    The result is cached by corpus content, base model and these settings,
+    so only the first run pays for it.  The optimiser's betas, epsilon,
+    weight decay, clip norm and ``max_seq_len`` are those of ``training``.
+    """
+
+    #: ``auto`` warm-starts the locally built tiny model (``model.path``
+    #: null), which knows no output format until then, and leaves a given
+    #: checkpoint alone; ``always`` warm-starts any base model; ``never``
+    #: starts self-play from the base model as it is.
+    mode: str = "auto"
+    #: The corpus: ``pkg://package/path`` or a filesystem path, in the format
+    #: of :mod:`sgs.warmstart`.  Defaults to the prover's own corpus
+    #: (``prover.default_warmstart_corpus``); null means none, so ``auto``
+    #: skips the warm start.
+    corpus: str | None = "${prover.default_warmstart_corpus}"
+    #: The roles whose corpus lines are trained on; a Guide-only corpus run
+    #: (``[guide]``) is how the paper makes its Guide follow the review format.
+    roles: list[str] = field(default_factory=lambda: list(ROLES))
+    #: Passes over the corpus.
+    epochs: int = 1
+    #: Constant learning rate (as given: ``model.learning_rate_scale`` applies
+    #: to the self-play updates only).
+    learning_rate: float = 1e-5
+    #: Sequences per optimiser step, over all learner workers.
+    global_batch_size: int = 32
+    #: Sequences per forward/backward pass on one learner worker.
+    micro_batch_size: int = 1
+    #: Training targets the warm-up report samples (see :mod:`sgs.sft`), a
+    #: seeded subsample of the run's training targets; null samples all of them.
+    report_targets: int | None = None
+
+
+@dataclass
+class EvaluationConfig:
+    """Solver evaluation on the held-out targets at the start and end of a run (:mod:`sgs.evaluate`)."""
+
+    #: Proofs sampled per held-out target for pass@k (with the Solver's
+    #: sampling settings); 0 skips the evaluation.
+    k: int = 8
+
+
+@dataclass
 class LoggingConfig:
     """Where metrics go (SPEC §2.2, monitoring)."""
 
@@ -404,6 +469,10 @@ class SGSConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     #: Optimiser and batching.
     training: TrainingConfig = field(default_factory=TrainingConfig)
+    #: Supervised warm start of the base model before self-play.
+    warmstart: WarmstartConfig = field(default_factory=WarmstartConfig)
+    #: Held-out evaluation at the start and end of the run.
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     #: The base model (group ``model``).
     model: ModelConfig = field(default_factory=ModelConfig)
     #: The proof checker (group ``prover``).
@@ -572,6 +641,7 @@ def _check_training(problems: list[str], training: TrainingConfig, cfg: SGSConfi
     _at_least(problems, "training.epochs_per_iteration", training.epochs_per_iteration, 1)
     _at_least(problems, "training.max_seq_len", training.max_seq_len, 1)
     _choice(problems, "training.optimizer_state", training.optimizer_state, OPTIMIZER_STATES)
+    _choice(problems, "training.strategy", training.strategy, LEARNER_STRATEGIES)
     _at_least(problems, "training.keep_checkpoints", training.keep_checkpoints, 1)
 
     per_step = training.micro_batch_size * cfg.resources.learner_workers
@@ -596,6 +666,8 @@ def _check_model(problems: list[str], model: ModelConfig, cfg: SGSConfig) -> Non
         problems.append("model.path is null and model.tiny is not set: give a checkpoint path or tiny-model settings")
     if model.path is None and model.needs_gpu:
         problems.append("model.needs_gpu=true but model.path is null: the locally built tiny model runs on CPU")
+    if not (model.learning_rate_scale > 0 and math.isfinite(model.learning_rate_scale)):
+        problems.append(f"model.learning_rate_scale={model.learning_rate_scale!r} must be positive and finite")
     if model.dtype == "float16" and cfg.training.bf16:
         problems.append("training.bf16=true contradicts model.dtype='float16'; use model.dtype=bfloat16 or float32")
     tiny = model.tiny
@@ -750,8 +822,56 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
     _check_model(problems, cfg.model, cfg)
     _check_prover(problems, cfg.prover)
     _check_resources(problems, cfg.resources, cfg)
+    _check_warmstart(problems, cfg.warmstart, cfg)
+    _at_least(problems, "evaluation.k", cfg.evaluation.k, 0)
     _choice(problems, "logging.wandb_mode", cfg.logging.wandb_mode, WANDB_MODES)
     return problems
+
+
+def warmstart_enabled(cfg: SGSConfig) -> bool:
+    """Whether the run fine-tunes its base model on the warm-start corpus
+    first (``warmstart.mode``: ``always``, or ``auto`` for the tiny model
+    when there is a corpus)."""
+    ws = cfg.warmstart
+    if ws.mode == "always":
+        return True
+    return ws.mode == "auto" and cfg.model.path is None and ws.corpus is not None
+
+
+def _check_warmstart(problems: list[str], ws: WarmstartConfig, cfg: SGSConfig) -> None:
+    _choice(problems, "warmstart.mode", ws.mode, WARMSTART_MODES)
+    if ws.mode == "always" and ws.corpus is None:
+        problems.append(
+            f"warmstart.mode='always' needs a corpus, but warmstart.corpus is null (prover {cfg.prover.backend!r} "
+            "ships none); give warmstart.corpus=/path/to/corpus.jsonl or set warmstart.mode=never"
+        )
+    if ws.corpus is not None:
+        if not ws.corpus.strip():
+            problems.append("warmstart.corpus must not be empty; use null for no corpus")
+        elif ws.corpus.startswith(HUB_SCHEME):
+            problems.append(f"warmstart.corpus={ws.corpus!r}: the corpus must be a local file or a pkg:// path")
+        else:
+            try:
+                resolve_source_path(ws.corpus)
+            except ValueError as error:
+                problems.append(f"warmstart.corpus: {error}")
+    unknown = [role for role in ws.roles if role not in ROLES]
+    if unknown:
+        problems.append(f"warmstart.roles holds {', '.join(map(repr, unknown))}; roles are {', '.join(ROLES)}")
+    if not ws.roles or len(set(ws.roles)) != len(ws.roles):
+        problems.append(f"warmstart.roles={list(ws.roles)!r} must name at least one role, each once")
+    _at_least(problems, "warmstart.epochs", ws.epochs, 1)
+    if not ws.learning_rate > 0:
+        problems.append(f"warmstart.learning_rate={ws.learning_rate!r} must be positive")
+    _at_least(problems, "warmstart.global_batch_size", ws.global_batch_size, 1)
+    _at_least(problems, "warmstart.micro_batch_size", ws.micro_batch_size, 1)
+    per_step = ws.micro_batch_size * cfg.resources.learner_workers
+    if per_step >= 1 and ws.global_batch_size >= 1 and ws.global_batch_size % per_step:
+        problems.append(
+            f"warmstart.global_batch_size={ws.global_batch_size} must be a multiple of "
+            f"warmstart.micro_batch_size * resources.learner_workers = {per_step}"
+        )
+    _at_least(problems, "warmstart.report_targets", ws.report_targets, 1)
 
 
 def _hydra_job_dir() -> str | None:
@@ -804,6 +924,16 @@ def _executable_found(command: str, cwd: Path | None = None) -> bool:
             path = cwd / path
         return path.is_file() and os.access(path, os.X_OK)
     return shutil.which(command) is not None
+
+
+def _warmstart_problems(cfg: SGSConfig) -> list[str]:
+    if not warmstart_enabled(cfg):
+        return []
+    path = resolve_source_path(cfg.warmstart.corpus)
+    if not path.is_file():
+        return [f"warm-start corpus not found: warmstart.corpus={cfg.warmstart.corpus!r} ({path}); "
+                "give another file, or skip the warm start with warmstart.mode=never"]
+    return []
 
 
 def _target_problems(cfg: SGSConfig) -> list[str]:
@@ -879,7 +1009,8 @@ def requirements_problems(cfg: DictConfig | SGSConfig) -> list[str]:
 
     Checks a CUDA GPU where the model or the placement needs one, the vLLM
     package for the vLLM engine backend, the prover's executables and
-    project, the targets file and local model directories.  Each message
+    project, the targets file, the warm-start corpus (when the warm start
+    runs) and local model directories.  Each message
     names what is missing and, where an override avoids it, the overrides
     that would run here; :func:`suggested_overrides` gives them all at once.  When ``resources.ray_address`` names an existing
     cluster, GPUs and provers live on its nodes, so only the driver's files
@@ -902,6 +1033,7 @@ def requirements_problems(cfg: DictConfig | SGSConfig) -> list[str]:
             )
         problems.extend(_prover_problems(cfg.prover))
     problems.extend(_target_problems(cfg))
+    problems.extend(_warmstart_problems(cfg))
     problems.extend(_model_path_problems(cfg))
     return problems
 

@@ -4,6 +4,7 @@ Everything here is plumbing (Ray, actors, settings objects); the algorithm
 itself lives in :mod:`sgs.loop`.  The pieces:
 
 * :func:`start_ray`: a fresh local cluster, or the one ``resources.ray_address`` names;
+* :func:`model_paths`: where the base model, its tokenizer and the Guide come from;
 * :class:`Prompter` / :func:`chat_prompt`: role prompts exactly as the engines receive them;
 * :func:`build_runtime`: one engine group per active role and the verifier pool;
 * :func:`train_settings` / :func:`sampling_settings`: config values as the
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,14 @@ import ray
 from lean_env.backends import BackendSpec
 from lean_env.cache import VerdictCache
 from lean_env.pool import VerifierPool
-from sgs.config import ProverConfig, RoleSampling, SGSConfig
+from sgs.config import ProverConfig, RoleSampling, SGSConfig, warmstart_enabled
 from sgs.engines import EngineGroup, SamplingSettings
 from sgs.learner import TrainSettings
+from sgs.models import ModelPaths, resolve_model_paths
 from sgs.records import Target
-from sgs.roles import PromptSet
+from sgs.roles import PromptSet, template_dir
+from sgs.targets import corpus_texts, load_targets
+from sgs.warmstart import load_corpus
 
 #: Verdicts of every check the run made, so a resumed run re-verifies nothing.
 VERDICT_CACHE_FILE = "verdicts.jsonl"
@@ -83,6 +87,29 @@ def start_ray(cfg: SGSConfig) -> Any:
         # +1: Ray Train's controller needs a CPU slot beside its workers.
         num_cpus = max(os.cpu_count() or 1, math.ceil(reserved_cpus(cfg)) + 1)
     return ray.init(address="local", num_cpus=num_cpus, num_gpus=res.num_gpus)
+
+
+# --------------------------------------------------------------------------
+# The base model
+# --------------------------------------------------------------------------
+
+
+def model_paths(cfg: SGSConfig) -> ModelPaths:
+    """The base model, tokenizer and Guide locations (built here for the tiny model).
+
+    The tiny model's tokenizer is trained on the text it will read and write:
+    every target of the source (``targets.limit`` is ignored, so a shorter run
+    shares the model and its cached warm start), the prompt templates and,
+    when the run warm-starts, the corpus completions.
+    """
+    texts: list[str] = []
+    if cfg.model.path is None:
+        every_target = load_targets(replace(cfg.targets, limit=None), cfg.prover.language)
+        texts = corpus_texts(every_target)
+        texts += [p.read_text() for p in sorted(template_dir(cfg.prover.language).glob("*.j2"))]
+        if warmstart_enabled(cfg):
+            texts += [example.completion for example in load_corpus(cfg.warmstart.corpus, cfg.prover.language)]
+    return resolve_model_paths(cfg.model, seed=cfg.seed, corpus=texts)
 
 
 # --------------------------------------------------------------------------
@@ -153,7 +180,7 @@ def train_settings(cfg: SGSConfig) -> TrainSettings:
     training, method, res = cfg.training, cfg.method, cfg.resources
     bf16 = training.bf16 if training.bf16 is not None else cfg.model.dtype == "bfloat16"
     return TrainSettings(
-        lr=training.learning_rate,
+        lr=training.learning_rate * cfg.model.learning_rate_scale,
         global_batch_size=training.global_batch_size,
         micro_batch_size=training.micro_batch_size,
         adam_betas=(training.adam_beta1, training.adam_beta2),
@@ -169,6 +196,7 @@ def train_settings(cfg: SGSConfig) -> TrainSettings:
         bf16=bf16,
         gradient_checkpointing=training.gradient_checkpointing,
         optimizer_state=training.optimizer_state,
+        strategy=training.strategy,
         num_workers=res.learner_workers,
         cpus_per_worker=res.cpus_per_learner_worker,
         use_gpu=res.gpus_per_learner_worker > 0,

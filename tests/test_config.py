@@ -253,6 +253,20 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
         (["resources=gpu_node", "resources.num_gpus=4"], "the generation engines need 8 GPUs"),
         (["logging.wandb_mode=cloud"], "logging.wandb_mode='cloud' is not one of offline, online, disabled"),
         (["iterations=0"], "iterations=0 must be at least 1"),
+        (["warmstart.mode=sometimes"], "warmstart.mode='sometimes' is not one of auto, always, never"),
+        (["prover=lean", "warmstart.mode=always"], "warmstart.mode='always' needs a corpus"),
+        (["warmstart.corpus=hf://a/b"], "the corpus must be a local file or a pkg:// path"),
+        (["warmstart.corpus=pkg://"], "warmstart.corpus: package source 'pkg://' must look like"),
+        (["warmstart.roles=[solver,critic]"], "warmstart.roles holds 'critic'"),
+        (["warmstart.roles=[]"], "warmstart.roles=[] must name at least one role, each once"),
+        (["warmstart.roles=[guide,guide]"], "must name at least one role, each once"),
+        (["warmstart.epochs=0"], "warmstart.epochs=0 must be at least 1"),
+        (["warmstart.learning_rate=0"], "warmstart.learning_rate=0.0 must be positive"),
+        (["warmstart.global_batch_size=6", "warmstart.micro_batch_size=4"],
+         "warmstart.global_batch_size=6 must be a multiple of warmstart.micro_batch_size"),
+        (["warmstart.report_targets=0"], "warmstart.report_targets=0 must be at least 1"),
+        (["evaluation.k=-1"], "evaluation.k=-1 must be at least 0"),
+        (["model.learning_rate_scale=0"], "model.learning_rate_scale=0.0 must be positive and finite"),
     ],
 )
 def test_validate_names_the_bad_key(overrides, message):
@@ -260,6 +274,34 @@ def test_validate_names_the_bad_key(overrides, message):
         C.validate(compose_cfg(*overrides))
     assert any(message in problem for problem in caught.value.problems), caught.value.problems
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(("overrides", "enabled"), [
+    ([], True),                                           # the tiny model knows no format until warm-started
+    (["warmstart.mode=never"], False),
+    (["model.path=/some/checkpoint"], False),             # auto leaves a given checkpoint alone
+    (["model.path=/some/checkpoint", "warmstart.mode=always"], True),
+    (["warmstart.corpus=null"], False),                   # auto with no corpus has nothing to train on
+    (["prover=lean"], False),                             # no Lean corpus ships
+])
+def test_the_warm_start_runs_for_the_tiny_model_unless_told_otherwise(overrides, enabled):
+    assert C.warmstart_enabled(C.validate(compose_cfg(*overrides))) is enabled
+
+
+def test_the_warm_start_defaults_to_the_provers_corpus():
+    cfg = C.validate(compose_cfg())
+    assert cfg.warmstart.corpus == "pkg://sgs/data/warmstart_rocq.jsonl"
+    assert C.resolve_source_path(cfg.warmstart.corpus).is_file()
+    assert sorted(cfg.warmstart.roles) == ["conjecturer", "guide", "solver"]
+    assert C.validate(compose_cfg("prover=lean")).warmstart.corpus is None
+
+
+def test_a_missing_warm_start_corpus_is_reported_only_when_used(tmp_path):
+    missing = tmp_path / "nope.jsonl"
+    problems = C.requirements_problems(C.validate(compose_cfg(f"warmstart.corpus={missing}")))
+    assert any("warm-start corpus not found" in p and "warmstart.mode=never" in p for p in problems)
+    unused = C.validate(compose_cfg(f"warmstart.corpus={missing}", "warmstart.mode=never"))
+    assert not any("warm-start corpus" in p for p in C.requirements_problems(unused))
 
 
 def test_solver_only_run_needs_no_conjecturer_or_guide_engines():

@@ -141,6 +141,20 @@ def test_left_padding_does_not_change_a_prompts_continuation(engine):
     assert max(abs(a - b) for a, b in zip(padded.logprobs, alone.logprobs)) < 1e-4
 
 
+def test_rows_that_finish_first_leave_the_batch_without_changing_the_others(checkpoint):
+    short_prompt, long_prompt = "Lemma t : True.", "Theorem mul_comm : forall a b : nat, a * b = b * a."
+    tokens = {p: len(TransformersEngine(checkpoint, device="cpu").tokenizer(p)["input_ids"])
+              for p in (short_prompt, long_prompt)}
+    # The context limit leaves the long prompt 3 tokens and the short one many more.
+    limited = TransformersEngine(checkpoint, device="cpu", max_model_len=tokens[long_prompt] + 3)
+    greedy = SamplingSettings(n=1, max_tokens=100, temperature=0.0)
+    [[short], [long]] = limited.generate([short_prompt, long_prompt], greedy)
+    assert long.num_tokens == 3 < short.num_tokens == tokens[long_prompt] + 3 - tokens[short_prompt]
+    [[short_alone]] = limited.generate([short_prompt], greedy)
+    assert short.token_ids == short_alone.token_ids
+    assert_logprobs_match(limited, short)
+
+
 def test_generation_stops_on_an_eos_token_and_keeps_it(checkpoint, engine, tmp_path):
     # Make the greedy first token a stop token (via the generation config's EOS list).
     [[probe]] = engine.generate(PROMPTS[:1], SamplingSettings(max_tokens=1, temperature=0.0))

@@ -6,11 +6,12 @@ resumes on).  The end-to-end tests run ``python -m sgs`` as a subprocess with
 real Ray actors, real Ray Train and real Rocq, and check the run directory.
 
 A randomly initialised tiny model never writes a proof, so nothing would be
-trained.  The end-to-end runs therefore start from a *warm* tiny model: the
-tiny model fine-tuned here for a few seconds to answer each role in format
-(a Solver proof from a small set of tactics, a Conjecturer statement from a
-small set of claims, some of them false, ill-typed or equal to a target, and
-Guide scores).  Its samples then verify sometimes, so every phase has work.
+trained.  The end-to-end runs therefore warm-start the tiny model (the run's
+own warm-start stage, :mod:`sgs.sft`) on a small corpus written here that
+teaches each role its format (a Solver proof from a small set of tactics, a
+Conjecturer statement from a small set of claims, some of them false,
+ill-typed or equal to a target, and Guide scores).  Its samples then verify
+sometimes, so every phase has work.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from sgs.loop import (
     select_solver_samples,
 )
 from sgs.records import Attempt, Completion, ConjectureScore, Target, prompt_digest
-from sgs.roles import CONJECTURE_NAME_PREFIX, Failure, canonical_form
+from sgs.roles import CONJECTURE_NAME_PREFIX, Failure, PromptSet, canonical_form
 from sgs.runtime import Checkpoint, Prompter, backend_spec, chat_prompt
 from sgs.store import REQUIRED_METRICS, Store
 from sgs.targets import TargetError, held_out_by_hash, load_targets
@@ -261,8 +262,8 @@ def test_prover_settings_become_the_verifier_backend_recipe():
 # --------------------------------------------------------------------------
 
 
-def _sgs(*overrides: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "WANDB_SILENT": "true"}
+def _sgs(*overrides: str, timeout: float = 120, **env_vars: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "WANDB_SILENT": "true", **env_vars}
     return subprocess.run([sys.executable, "-m", "sgs", *overrides], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -315,73 +316,46 @@ def _guide_answer(rng: random.Random) -> str:
             f"<begin_conclusion_complexity_score>{rng.randrange(3)}<end_conclusion_complexity_score>")
 
 
-def build_warm_model(directory: Path, steps: int = 120) -> Path:
-    """The tiny model, fine-tuned to answer each role in format (see the module docstring)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from sgs.models import build_tiny_model
-    from sgs.roles import template_dir
-
+def write_warm_corpus(path: Path, lines: int = 240) -> Path:
+    """A warm-start corpus (the format of :mod:`sgs.warmstart`) that teaches each
+    role the format on the test targets (see the module docstring)."""
     rng = random.Random(0)
-    targets = make_targets()
-    corpus = ([f"{t.header}\n{t.statement}" for t in targets]
-              + [p.read_text() for p in template_dir("rocq").glob("*.j2")]
-              + [f(random.Random(i)) for i in range(20) for f in (_solver_answer, _conjecturer_answer)]
-              + [_guide_answer(rng)])
-    path = build_tiny_model(directory, corpus, TinyModelSettings(), seed=0)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path)
-    prompter = Prompter("rocq", tokenizer)
+    roles = PromptSet("rocq")
+    training = [t for t in make_targets() if not t.held_out]
     claims = [f"Theorem sgs_conjecture_{i} : {claim}." for i, claim in enumerate(CLAIMS)]
-
-    def example() -> tuple[list[int], list[int]]:
-        target, role = rng.choice(targets), rng.randrange(3)
-        if role == 0:
-            prompt, answer = prompter.solver(HEADER, rng.choice([target.statement, *claims])), _solver_answer(rng)
-        elif role == 1:
-            prompt, answer = prompter.conjecturer(target), _conjecturer_answer(rng)
+    rows = []
+    for index in range(lines):
+        target = rng.choice(training)
+        if index % 3 == 0:
+            row = ("solver", roles.solver(HEADER, rng.choice([target.statement, *claims])), _solver_answer(rng))
+        elif index % 3 == 1:
+            row = ("conjecturer", roles.conjecturer(target.statement), _conjecturer_answer(rng))
         else:
-            prompt, answer = prompter.guide(target, rng.choice(claims)), _guide_answer(rng)
-        answer_ids = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        return prompter.token_ids(prompt), answer_ids
-
-    torch.manual_seed(0)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for _ in range(steps):
-        batch = [example() for _ in range(16)]
-        width = max(len(p) + len(a) for p, a in batch)
-        ids = torch.full((len(batch), width), tokenizer.pad_token_id)
-        labels = torch.full((len(batch), width), -100)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, (prompt, answer) in enumerate(batch):
-            ids[row, :len(prompt) + len(answer)] = torch.tensor(prompt + answer)
-            labels[row, len(prompt):len(prompt) + len(answer)] = torch.tensor(answer)
-            mask[row, :len(prompt) + len(answer)] = 1
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.save_pretrained(path)
-    return path
+            row = ("guide", roles.guide(target.statement, rng.choice(claims)), _guide_answer(rng))
+        rows.append(dict(zip(("role", "prompt", "completion"), row), source=target.id, meta={}))
+    return _write_jsonl(path, rows)
 
 
 @pytest.fixture(scope="module")
 def warm_run(tmp_path_factory, require_rocq):
-    """Overrides that run the loop small and fast on the warm model and the test targets."""
+    """Overrides that run the loop small and fast on the test targets, with the
+    tiny model warm-started on the test corpus by the run itself (sgs.sft).
+    Runs share the warm-start cache, so only the first one trains."""
     root = tmp_path_factory.mktemp("warm")
-    model = build_warm_model(root / "model")
     rows = [{"id": t.id, "header": t.header, "statement": t.statement, "held_out": t.held_out} for t in make_targets()]
     targets = _write_jsonl(root / "targets.jsonl", rows)
-    return [
-        "model=tiny", "prover=rocq", "resources=local_cpu", "scale=laptop",
-        f"model.path={model}", f"targets.source={targets}",
-        "method.num_solver_samples=4",
-        "sampling.solver.max_tokens=48", "sampling.conjecturer.max_tokens=64", "sampling.guide.max_tokens=96",
-        "training.global_batch_size=8", "training.max_seq_len=512",
-        "resources.verifier_workers=1", "logging.progress_bars=false",
-    ]
+    corpus = write_warm_corpus(root / "corpus.jsonl")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SGS_CACHE_DIR", str(root / "cache"))  # the runs this module starts inherit it
+        yield [
+            "model=tiny", "prover=rocq", "resources=local_cpu", "scale=laptop", f"targets.source={targets}",
+            f"warmstart.corpus={corpus}", "warmstart.epochs=8", "warmstart.learning_rate=3e-3",
+            "warmstart.global_batch_size=16",
+            "method.num_solver_samples=4", "evaluation.k=4",
+            "sampling.solver.max_tokens=48", "sampling.conjecturer.max_tokens=64", "sampling.guide.max_tokens=96",
+            "training.global_batch_size=8", "training.max_seq_len=512",
+            "resources.verifier_workers=1", "logging.progress_bars=false",
+        ]
 
 
 def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: int = 4) -> Store:
@@ -478,7 +452,7 @@ def test_solver_only_experiment_runs_with_no_conjectures(tmp_path, warm_run):
     proc = _sgs("+experiment=reinforce_half_solver_only", *warm_run, "iterations=2", "logging.wandb_mode=disabled",
                 f"run_dir={run_dir}", timeout=500)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "cumulative solve rate:" in proc.stdout
+    assert "cumulative solve rate on the 6 training targets:" in proc.stdout
     store = check_run(run_dir, iterations=2, conjectures_per_target=0)
     try:
         assert not store.checkpoint_iterations("conjecturer")
@@ -506,3 +480,28 @@ def test_multirun_sweep_gives_each_experiment_its_own_run(tmp_path, warm_run):
                 assert all(s.guide_output is None for s in store.conjecture_scores(0).values())
         finally:
             store.close()
+
+
+@pytest.mark.slow
+def test_the_default_run_warm_starts_and_prints_its_summary(tmp_path, require_rocq):
+    """``python -m sgs`` as ``make demo`` runs it, cut to CI size: one iteration
+    on the first 24 targets, a one-epoch warm start into a fresh cache."""
+    run_dir = tmp_path / "run"
+    proc = _sgs("iterations=1", "targets.limit=24", "warmstart.epochs=1", "logging.wandb_mode=disabled",
+                f"run_dir={run_dir}", timeout=590, SGS_CACHE_DIR=str(tmp_path / "cache"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "warm start: fine-tuning the base model on pkg://sgs/data/warmstart_rocq.jsonl" in out
+    assert "warm-up: Solver pass@8" in out and "Conjecturer parses" in out and "Guide parses" in out
+    summary = out[out.index("== SGS run summary"):]
+    assert f"run directory: {run_dir}" in summary
+    assert "cumulative solve rate on the 20 training targets:" in summary
+    assert "held-out pass@8 on 4 targets:" in summary
+    assert "per phase: conjecture" in summary and "warm start" in summary
+    store = check_run(run_dir, iterations=1, conjectures_per_target=1, k=8)
+    try:
+        assert store.config["experiment"] == "standard" and store.config["model"]["name"] == "tiny"
+        held_out = json.loads((run_dir / "held_out_eval.json").read_text())
+        assert held_out["0"]["targets"] == 4 and held_out["0"]["k"] == 8
+    finally:
+        store.close()

@@ -175,12 +175,20 @@ class TransformersEngine(GenerationEngine):
     def _sample_batch(
         self, rows: list[list[int]], settings: SamplingSettings, generator: torch.Generator
     ) -> list[Sample]:
-        """Sample one completion per row until each stops or reaches its token limit."""
+        """Sample one completion per row until each stops or reaches its token limit.
+
+        A row that finishes leaves the batch and the KV cache at once, so one
+        long sample does not keep the finished rows decoding.
+        """
         batch = len(rows)
         input_ids, attention_mask = left_pad(rows, self._pad_id, self._device)
         limits = torch.tensor(
             [min(settings.max_tokens, self._max_model_len - len(row)) for row in rows], device=self._device
         )
+        width = int(limits.max())
+        tokens = torch.zeros((batch, width), dtype=torch.long, device=self._device)
+        token_logprobs = torch.zeros((batch, width), device=self._device)
+        entropies = torch.zeros((batch, width), device=self._device)
         stop_ids = torch.tensor(self._stop_ids, dtype=torch.long, device=self._device)
         positions = position_ids_from_mask(attention_mask)
         out = self.model(
@@ -189,23 +197,28 @@ class TransformersEngine(GenerationEngine):
         positions = positions[:, -1:]
         lengths = torch.zeros(batch, dtype=torch.long, device=self._device)
         stopped = torch.zeros(batch, dtype=torch.bool, device=self._device)
-        finished = torch.zeros(batch, dtype=torch.bool, device=self._device)
-        steps: list[tuple[Tensor, Tensor, Tensor]] = []  # (token, its log-prob, top-10 entropy), each [B]
+        live = torch.arange(batch, device=self._device)  # the original row of each row still decoding
+        step = 0  # tokens generated so far by every live row
         while True:
             # Greedy decoding reports untempered log-probs (see sgs.engines.base).
             logits = out.logits[:, -1].float()
             logprobs = torch.log_softmax(logits / settings.temperature if settings.temperature > 0 else logits, dim=-1)
             token = _choose(logprobs, settings, generator)
             top = logprobs.topk(min(ENTROPY_TOP_K, logprobs.shape[-1]), dim=-1).values
-            steps.append((token, logprobs.gather(-1, token.unsqueeze(-1)).squeeze(-1), top_k_entropy(top)))
-            active = ~finished
-            lengths += active.long()
-            stopped |= active & torch.isin(token, stop_ids)
-            finished |= stopped | (lengths >= limits)
-            if bool(finished.all()):
+            tokens[live, step] = token
+            token_logprobs[live, step] = logprobs.gather(-1, token.unsqueeze(-1)).squeeze(-1)
+            entropies[live, step] = top_k_entropy(top)
+            step += 1
+            lengths[live] = step
+            stopped[live] = torch.isin(token, stop_ids)
+            going = ~stopped[live] & (lengths[live] < limits[live])
+            if not bool(going.any()):
                 break
-            # Finished rows keep decoding in lockstep; their extra tokens are dropped below.
-            attention_mask = torch.cat([attention_mask, attention_mask.new_ones(batch, 1)], dim=-1)
+            if not bool(going.all()):
+                keep = going.nonzero().squeeze(-1)
+                live, token, attention_mask, positions = live[keep], token[keep], attention_mask[keep], positions[keep]
+                out.past_key_values.batch_select_indices(keep)
+            attention_mask = torch.cat([attention_mask, attention_mask.new_ones(len(live), 1)], dim=-1)
             positions = positions + 1
             out = self.model(
                 input_ids=token.unsqueeze(-1),
@@ -214,7 +227,7 @@ class TransformersEngine(GenerationEngine):
                 past_key_values=out.past_key_values,
                 use_cache=True,
             )
-        tokens, logprobs, entropies = (torch.stack(column, dim=1).cpu() for column in zip(*steps))
+        tokens, token_logprobs, entropies = tokens.cpu(), token_logprobs.cpu(), entropies.cpu()
         samples = []
         for row in range(batch):
             length = int(lengths[row])
@@ -223,7 +236,7 @@ class TransformersEngine(GenerationEngine):
                 Sample(
                     text=self.tokenizer.decode(token_ids, skip_special_tokens=True),
                     token_ids=token_ids,
-                    logprobs=logprobs[row, :length].tolist(),
+                    logprobs=token_logprobs[row, :length].tolist(),
                     prompt_token_ids=list(rows[row]),
                     finish_reason="stop" if bool(stopped[row]) else "length",
                     policy_version=self._policy_version,
