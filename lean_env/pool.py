@@ -37,6 +37,8 @@ from typing import Iterable, Iterator, Optional
 
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.util.placement_group import placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from lean_env.backends import BackendSpec
 from lean_env.cache import VerdictCache
@@ -71,6 +73,11 @@ class VerifierWorker:
     def process_ids(self) -> dict[str, object]:
         """This actor's pid and its prover's pids (used by fault-injection tests)."""
         return {"actor": os.getpid(), "prover": self.backend.prover_pids()}
+
+    def placement_group_id(self) -> str | None:
+        """Hex id of the placement group this actor was scheduled in (for tests and diagnostics)."""
+        group = ray.get_runtime_context().get_placement_group_id()
+        return group if group is None else str(group)
 
     def shutdown(self) -> None:
         self.backend.close()
@@ -129,6 +136,9 @@ class VerifierPool:
         hang_grace: float = 60.0,
         pipeline_depth: int = 2,
         name: str = "verifier",
+        placement_strategy: str = "PACK",
+        bundle_resources: Optional[dict[str, float]] = None,
+        start_timeout: float = 300.0,
     ) -> None:
         """
         Args:
@@ -151,6 +161,17 @@ class VerifierPool:
             pipeline_depth: checks queued on each worker at once; a second one
                 waiting in the actor hides the round trip to the driver.
             name: prefix of the actors' names (visible in the Ray dashboard).
+            placement_strategy: how the workers' placement group spreads them
+                over nodes: "PACK" (as few nodes as possible) or "SPREAD" (a
+                cluster's prover load over its CPU nodes).
+            bundle_resources: extra Ray resources each worker's bundle asks
+                for, e.g. ``{"verifier_node": 0.001}`` to keep the workers on
+                nodes started with ``ray start --resources='{"verifier_node": 1}'``.
+            start_timeout: seconds to wait for the cluster to have room for
+                every worker.
+
+        The workers are reserved together in one placement group (all fit
+        or none start); a replaced worker takes its predecessor's bundle.
         """
         if num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {num_workers}")
@@ -170,6 +191,16 @@ class VerifierPool:
         self._actor_options = {"num_cpus": cpus_per_worker}
         if memory_per_worker:
             self._actor_options["memory"] = memory_per_worker
+        bundle = {"CPU": cpus_per_worker, **(bundle_resources or {})}
+        if memory_per_worker:
+            bundle["memory"] = memory_per_worker
+        self._placement_group = placement_group([bundle] * num_workers, strategy=placement_strategy)
+        if not self._placement_group.wait(timeout_seconds=start_timeout):
+            remove_placement_group(self._placement_group)
+            raise RuntimeError(
+                f"could not reserve {num_workers} x {bundle} for the verifier workers within {start_timeout} s; "
+                f"the cluster has {ray.cluster_resources()} in total, {ray.available_resources()} free"
+            )
         self._restart_counter = itertools.count(1)
         self.stats = PoolStats()
 
@@ -186,16 +217,23 @@ class VerifierPool:
         self._ready: collections.deque[tuple[ProofTask, Verdict]] = collections.deque()
         self._outstanding = 0
 
-        for i in range(num_workers):
-            self._add_worker(i, f"{name}-{i}")
-        # Surface configuration errors (prover not installed...) now, with the
-        # original message, instead of as a stream of dead actors later.
-        versions = ray.get([w.ready.remote() for w in self._workers])
+        try:
+            for i in range(num_workers):
+                self._add_worker(i, f"{name}-{i}")
+            # Surface configuration errors (prover not installed...) now, with the
+            # original message, instead of as a stream of dead actors later.
+            versions = ray.get([w.ready.remote() for w in self._workers])
+        except BaseException:
+            self.shutdown()
+            raise
         self.version = versions[0]
 
     # -- workers ------------------------------------------------------------
     def _add_worker(self, index: int, worker_name: str) -> None:
+        in_bundle = PlacementGroupSchedulingStrategy(placement_group=self._placement_group,
+                                                     placement_group_bundle_index=index)
         actor = VerifierWorker.options(name=f"{worker_name}-{os.getpid()}-{id(self):x}",
+                                       scheduling_strategy=in_bundle,
                                        **self._actor_options).remote(self.spec, worker_name)
         if index == len(self._workers):
             self._workers.append(actor)
@@ -425,3 +463,6 @@ class VerifierPool:
             except Exception:
                 pass
         self._workers.clear()
+        if self._placement_group is not None:
+            remove_placement_group(self._placement_group)
+            self._placement_group = None

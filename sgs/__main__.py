@@ -21,6 +21,7 @@ first run included.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from dataclasses import asdict
@@ -32,6 +33,7 @@ from omegaconf import DictConfig
 from transformers import AutoTokenizer
 
 from sgs import sft
+from sgs.benchmarks import Benchmark, BenchmarkError, load_benchmark
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, suggested_overrides
 from sgs.config import validate, warmstart_enabled
 from sgs.evaluate import HELD_OUT_FILE, held_out_pass_at_k, read_json
@@ -43,6 +45,8 @@ from sgs.targets import load_targets
 
 EXIT_CONFIG = 2
 EXIT_REQUIREMENTS = 3
+
+log = logging.getLogger(__name__)
 
 
 @hydra.main(version_base=None, config_path=str(CONFIG_DIR), config_name=CONFIG_NAME)
@@ -60,10 +64,26 @@ def main(raw: DictConfig) -> None:
         if overrides:
             print(f"to run here, add: {' '.join(overrides)}", file=sys.stderr)
         sys.exit(EXIT_REQUIREMENTS)
-    run(cfg)
+    try:
+        benchmark = run_benchmark(cfg)
+    except BenchmarkError as error:
+        print(f"evaluation.benchmark: {error}", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    run(cfg, benchmark)
 
 
-def run(cfg: SGSConfig) -> None:
+def run_benchmark(cfg: SGSConfig) -> Benchmark | None:
+    """The benchmark a run evaluates on every ``evaluation.every`` iterations and
+    keeps its conjectures away from: only when one is named or evaluated
+    (the held-out targets are always kept away, as targets)."""
+    evaluation = cfg.evaluation
+    if evaluation.every <= 0 and evaluation.benchmark is None:
+        return None
+    return load_benchmark(evaluation.benchmark, cfg.prover.language, benchmark_file=evaluation.benchmark_file,
+                          limit=evaluation.limit)
+
+
+def run(cfg: SGSConfig, benchmark: Benchmark | None = None) -> None:
     """Create or resume the run in ``cfg.run_dir`` and run it to ``cfg.iterations``."""
     started = time.perf_counter()
     targets = load_targets(cfg.targets, cfg.prover.language)
@@ -99,7 +119,7 @@ def run(cfg: SGSConfig) -> None:
             runtime = build_runtime(cfg, run_dir, weights, AutoTokenizer.from_pretrained(paths.tokenizer))
             sink = MetricsSink(cfg.logging, run_dir, name=f"{cfg.experiment}-{run_dir.name}", config=asdict(cfg))
             loop = Loop(cfg, store, runtime, weights, run_name=f"{cfg.experiment}-{run_dir.name}",
-                        on_metrics=sink.log)
+                        benchmark=benchmark, on_metrics=sink.log)
             if weights["solver"].version == 0:
                 held_out["before"] = _evaluate(cfg, store, runtime, seconds)
             loop.run()
@@ -110,7 +130,8 @@ def run(cfg: SGSConfig) -> None:
             if runtime is not None:
                 runtime.shutdown()
             ray.shutdown()
-        _summary(cfg, store, loop, held_out, seconds, time.perf_counter() - started, dashboard)
+        report_page = _write_report(run_dir)
+        _summary(cfg, store, loop, held_out, seconds, time.perf_counter() - started, dashboard, report_page)
 
 
 #: How to get past the Ray 2.60 dashboard's login.
@@ -130,13 +151,27 @@ def _evaluate(cfg: SGSConfig, store: Store, runtime, seconds: dict[str, float]) 
     return result
 
 
+def _write_report(run_dir: Path) -> Path | None:
+    """The run's plots and page (:mod:`sgs.report`) in ``<run_dir>/report/``.
+    The run is done by now, so a failure here is only a warning."""
+    try:
+        # Imported here: matplotlib is slow to load, and only needed at the end.
+        from sgs.report import report
+
+        return report([run_dir], run_dir / "report")
+    except Exception:
+        log.warning("could not write the report of %s", run_dir, exc_info=True)
+        return None
+
+
 def _summary(cfg: SGSConfig, store: Store, loop: Loop, held_out: dict[str, dict | None],
-             seconds: dict[str, float], wall: float, dashboard: str | None) -> None:
+             seconds: dict[str, float], wall: float, dashboard: str | None, report_page: Path | None) -> None:
     """What the run did, in a few lines."""
     metrics = store.metrics()
     k = cfg.method.num_solver_samples
     print(f"\n== SGS run summary ({cfg.experiment}, model {cfg.model.name}, prover {cfg.prover.backend}) ==")
     print(f"run directory: {store.run_dir}  (metrics.jsonl, records per iteration, checkpoints/)")
+    print(f"report: {report_page}" if report_page else "report: not written (see the warning above)")
     if metrics:
         first, last = metrics[0], metrics[-1]
         print(f"cumulative solve rate on the {sum(not t.held_out for t in store.targets)} training targets: "

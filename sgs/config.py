@@ -65,7 +65,7 @@ DTYPES = ("float32", "bfloat16", "float16")
 PROVER_BACKENDS = ("lean", "rocq")
 PROOF_LANGUAGES = ("lean", "rocq")
 ENGINE_BACKENDS = ("transformers", "vllm")
-WANDB_MODES = ("offline", "online", "disabled")
+WANDB_MODES = ("auto", "offline", "online", "disabled")
 WARMSTART_MODES = ("auto", "always", "never")
 ROLES = ("solver", "conjecturer", "guide")
 
@@ -245,6 +245,11 @@ class TrainingConfig:
     #: all of them) or ``auto``: deepspeed when the learner workers have GPUs,
     #: ddp on CPU (where DeepSpeed only adds start-up time).  Same weights either way.
     strategy: str = "auto"
+    #: After each update the engines' log-probs of a fixed probe sequence are
+    #: compared with the learner's; a mean gap per token (nats) above this
+    #: logs a warning: the engines may not serve the weights the learner
+    #: wrote (bf16 engines against an fp32 learner differ by ~1e-2).
+    probe_logprob_tolerance: float = 0.05
 
 
 @dataclass
@@ -383,6 +388,32 @@ class ResourcesConfig:
     cpus_per_learner_worker: float = 1.0
     #: GPUs per learner worker; 0 trains on CPU (DDP with gloo).
     gpus_per_learner_worker: float = 0.0
+    #: Engines release accelerator memory during the training phases and
+    #: take the new weights when they wake (vLLM sleep mode); null: when the
+    #: engines have GPUs.  Without sleep mode (CPUs) it changes nothing.
+    sleep_engines_during_training: bool | None = None
+    #: vLLM sleep level: 1 keeps the weights in host memory, 2 drops them
+    #: (they are reloaded from the new checkpoint on waking; less host memory).
+    engine_sleep_level: int = 1
+    #: One GPU node shared by engines and learner: the engines then reserve
+    #: no Ray GPU (the learner's ranks hold them all while training) and are
+    #: pinned round-robin to the node's GPUs through CUDA_VISIBLE_DEVICES;
+    #: they sleep during training so the learner has the memory.
+    #: ``gpus_per_engine`` must then be 0.
+    colocate_engines_with_learner: bool = False
+    #: Strategy of each role's engine placement group: ``PACK`` (few nodes),
+    #: ``SPREAD`` (over the GPU nodes of a cluster), ``STRICT_PACK`` (one
+    #: node) or ``STRICT_SPREAD`` (one engine per node).
+    engine_placement: str = "PACK"
+    #: Strategy of the verifier pool's placement group (same choices).
+    verifier_placement: str = "PACK"
+    #: A custom Ray resource that marks the nodes verifier workers may use
+    #: (each worker asks for 0.001 of it); start CPU nodes with
+    #: ``ray start --resources='{"<name>": 1}'``.  Null: any node.
+    verifier_node_resource: str | None = None
+    #: Strategy of the learner's placement group (Ray Train's): ``STRICT_PACK``
+    #: keeps every data-parallel rank on one node (fast all-reduce).
+    learner_placement: str = "PACK"
 
 
 @dataclass
@@ -426,19 +457,57 @@ class WarmstartConfig:
 
 @dataclass
 class EvaluationConfig:
-    """Solver evaluation on the held-out targets at the start and end of a run (:mod:`sgs.evaluate`)."""
+    """Solver evaluation (:mod:`sgs.evaluate`): on the held-out targets at the
+    start and end of a run, and pass@k on a benchmark (``python -m sgs.evaluate``,
+    or every ``every`` iterations of a run)."""
 
-    #: Proofs sampled per held-out target for pass@k (with the Solver's
-    #: sampling settings); 0 skips the evaluation.
+    #: Proofs sampled per held-out target for the run's start/end pass@k
+    #: (with the Solver's sampling settings); 0 skips that evaluation.
     k: int = 8
+    #: The benchmark: ``minif2f-test`` or ``proofnet-test`` (Lean 4, from the
+    #: Hugging Face hub), ``rocq-held-out`` (the held-out Rocq targets),
+    #: ``jsonl:PATH`` or a path (problems ``{"id", "statement", "header"?}``);
+    #: see :mod:`sgs.benchmarks`.  Null is the prover's own: ``rocq-held-out``
+    #: for Rocq, ``minif2f-test`` for Lean.
+    benchmark: str | None = None
+    #: A local copy of a named benchmark's data (JSONL, JSON or Parquet, in
+    #: the hub's layout), for machines that cannot reach the hub; null
+    #: downloads it.
+    benchmark_file: str | None = None
+    #: Evaluate only the first N problems of the benchmark; null uses all.
+    limit: int | None = None
+    #: The k of each reported pass@k.
+    ks: list[int] = field(default_factory=lambda: [1, 8, 32])
+    #: n, the proofs sampled per problem; pass@k is the unbiased estimate
+    #: from n samples, so n must be at least the largest k.
+    samples_per_problem: int = 32
+    #: The Solver weights to evaluate: a Hugging Face checkpoint directory or
+    #: hub id.  Null evaluates the run's base model, warm-started as
+    #: ``python -m sgs`` would start it.
+    checkpoint: str | None = None
+    #: Where ``python -m sgs.evaluate`` writes ``problems.jsonl`` and ``summary.json``.
+    output_dir: str = "runs/evaluations/${now:%Y-%m-%d_%H-%M-%S}"
+    #: Coverage of the bootstrap confidence interval of each pass@k.
+    confidence: float = 0.95
+    #: Evaluate the Solver on the benchmark every N iterations of a run; 0 never does.
+    every: int = 0
+    #: Conjectures that state a benchmark problem (when ``benchmark`` is set
+    #: or ``every`` > 0), up to whitespace and bound-variable names:
+    #: ``exclude`` rejects them (reason ``matches_benchmark``: never attempted,
+    #: never trained on), ``flag`` lets them through; both count them
+    #: (``conjectures_matching_benchmark``).  Conjectures equal to a target,
+    #: held-out ones included, are always rejected.
+    contamination: str = "exclude"
 
 
 @dataclass
 class LoggingConfig:
     """Where metrics go (SPEC §2.2, monitoring)."""
 
-    #: wandb mode: ``offline`` (local files only), ``online`` or ``disabled``.
-    wandb_mode: str = "offline"
+    #: wandb mode: ``auto`` (online when a key is configured in
+    #: ``WANDB_API_KEY``, else offline), ``offline`` (local files only, to
+    #: ``wandb sync`` later), ``online`` or ``disabled``.
+    wandb_mode: str = "auto"
     #: wandb project name.
     wandb_project: str = "sgs"
     #: wandb entity (team or user); null uses the account's default.
@@ -525,9 +594,15 @@ def resolve_source_path(source: str) -> Path | None:
 # --------------------------------------------------------------------------
 
 
+#: What a run does with conjectures that state a benchmark problem.
+CONTAMINATION_MODES = ("exclude", "flag")
+#: Ray placement group strategies.
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+
 def _choice(problems: list[str], key: str, value: Any, choices: tuple) -> None:
     if value not in choices:
-        problems.append(f"{key}={value!r} is not one of {', '.join(choices)}")
+        problems.append(f"{key}={value!r} is not one of {', '.join(map(str, choices))}")
 
 
 def _at_least(problems: list[str], key: str, value: float | None, low: float) -> None:
@@ -643,6 +718,8 @@ def _check_training(problems: list[str], training: TrainingConfig, cfg: SGSConfi
     _choice(problems, "training.optimizer_state", training.optimizer_state, OPTIMIZER_STATES)
     _choice(problems, "training.strategy", training.strategy, LEARNER_STRATEGIES)
     _at_least(problems, "training.keep_checkpoints", training.keep_checkpoints, 1)
+    if not training.probe_logprob_tolerance > 0:
+        problems.append(f"training.probe_logprob_tolerance={training.probe_logprob_tolerance!r} must be positive")
 
     per_step = training.micro_batch_size * cfg.resources.learner_workers
     if per_step >= 1 and training.global_batch_size >= 1 and training.global_batch_size % per_step:
@@ -765,8 +842,16 @@ def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
                 "cpus_per_learner_worker", "gpus_per_learner_worker"):
         _at_least(problems, f"resources.{key}", getattr(resources, key), 0.0)
 
+    _choice(problems, "resources.engine_sleep_level", resources.engine_sleep_level, (1, 2))
+    if resources.colocate_engines_with_learner and resources.gpus_per_engine > 0:
+        problems.append("resources.colocate_engines_with_learner=true pins engines to GPUs outside Ray's "
+                        "accounting (the learner holds the GPUs); set resources.gpus_per_engine=0")
+    for key in ("engine_placement", "verifier_placement", "learner_placement"):
+        _choice(problems, f"resources.{key}", getattr(resources, key), PLACEMENT_STRATEGIES)
+
     on_cpu = [f"resources.{key}=0" for key in ("gpus_per_engine", "gpus_per_learner_worker")
-              if getattr(resources, key) <= 0]
+              if getattr(resources, key) <= 0
+              and not (key == "gpus_per_engine" and resources.colocate_engines_with_learner)]
     if cfg.model.needs_gpu and on_cpu:
         problems.append(
             f"model {cfg.model.name!r} needs a GPU but {' and '.join(on_cpu)} places it on CPU; "
@@ -823,9 +908,37 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
     _check_prover(problems, cfg.prover)
     _check_resources(problems, cfg.resources, cfg)
     _check_warmstart(problems, cfg.warmstart, cfg)
-    _at_least(problems, "evaluation.k", cfg.evaluation.k, 0)
+    _check_evaluation(problems, cfg.evaluation, cfg.prover)
     _choice(problems, "logging.wandb_mode", cfg.logging.wandb_mode, WANDB_MODES)
     return problems
+
+
+def _check_evaluation(problems: list[str], evaluation: EvaluationConfig, prover: ProverConfig) -> None:
+    # sgs.benchmarks imports this module, hence the import here.
+    from sgs.benchmarks import benchmark_problems
+
+    _at_least(problems, "evaluation.k", evaluation.k, 0)
+    _choice(problems, "evaluation.contamination", evaluation.contamination, CONTAMINATION_MODES)
+    problems.extend(benchmark_problems(evaluation.benchmark, evaluation.benchmark_file, prover.language))
+    _at_least(problems, "evaluation.limit", evaluation.limit, 1)
+    bad_ks = [k for k in evaluation.ks if k < 1]
+    if not evaluation.ks or bad_ks:
+        problems.append(f"evaluation.ks={list(evaluation.ks)!r} must list at least one k, each at least 1")
+    elif len(set(evaluation.ks)) != len(evaluation.ks):
+        problems.append(f"evaluation.ks={list(evaluation.ks)!r} lists a k twice")
+    elif evaluation.samples_per_problem < max(evaluation.ks):
+        problems.append(
+            f"evaluation.samples_per_problem={evaluation.samples_per_problem} must be at least the largest k "
+            f"of evaluation.ks ({max(evaluation.ks)}): the unbiased pass@k needs n >= k samples per problem"
+        )
+    _at_least(problems, "evaluation.samples_per_problem", evaluation.samples_per_problem, 1)
+    if evaluation.checkpoint is not None and not evaluation.checkpoint.strip():
+        problems.append("evaluation.checkpoint must not be empty; use null for the run's base model")
+    if not evaluation.output_dir.strip():
+        problems.append("evaluation.output_dir must not be empty")
+    if not 0.0 < evaluation.confidence < 1.0:
+        problems.append(f"evaluation.confidence={evaluation.confidence!r} must lie strictly between 0 and 1")
+    _at_least(problems, "evaluation.every", evaluation.every, 0)
 
 
 def warmstart_enabled(cfg: SGSConfig) -> bool:

@@ -1,33 +1,122 @@
 """Measuring a model with the real engines and the verifier pool.
 
-* :func:`solver_pass_at_k`: k proofs per target, each checked by the prover;
-  pass@k is the share of targets with at least one valid proof.  The run
-  uses it on the held-out targets before and after self-play, the warm start
-  (:mod:`sgs.sft`) on the training targets.
+    python -m sgs.evaluate                                   # the base model on the prover's own benchmark
+    python -m sgs.evaluate evaluation.checkpoint=runs/x/checkpoints/solver/iter_0004 \\
+        evaluation.ks=[1,8,32] evaluation.samples_per_problem=32
+    python -m sgs.evaluate model=deepseek_prover_v2_7b prover=lean resources=gpu_node \\
+        evaluation.benchmark=minif2f-test evaluation.benchmark_file=/data/minif2f.jsonl
+
+The command takes the overrides ``python -m sgs`` takes (model, prover,
+resources, sampling ...) plus the ``evaluation`` node (:class:`sgs.config.EvaluationConfig`).
+It samples n = ``evaluation.samples_per_problem`` proofs per benchmark problem
+(:mod:`sgs.benchmarks`) with the Solver's sampling settings, checks each with
+the verifier pool, and reports the unbiased pass@k for each k of
+``evaluation.ks`` with a bootstrap confidence interval (:mod:`sgs.estimators`).
+It writes ``problems.jsonl`` (one line per problem: id, n, c, pass@k per k,
+the count of each verdict status) and ``summary.json`` (pass@k per k with
+its interval, the checkpoint, benchmark, n, seed and wall time) to
+``evaluation.output_dir``, and prints a table.  A bad config, benchmark or
+file ends it with exit status 2, a machine that lacks what the config needs
+with 3, both before Ray starts.
+
+The library parts take engines and a pool that are already running and
+leave them running; hostile or broken model outputs are counted, never raised:
+
+* :func:`evaluate_problems`: the benchmark measurement above, as a
+  :class:`BenchmarkResult` (for the command, and for a run that evaluates
+  every ``evaluation.every`` iterations);
+* :func:`solver_pass_at_k`: k proofs per target, pass@k as the share of
+  targets with a valid proof; the run uses it on the held-out targets before
+  and after self-play (:func:`held_out_pass_at_k`), the warm start
+  (:mod:`sgs.sft`) on the training targets;
 * :func:`conjecturer_outputs` / :func:`guide_parse_rate`: how often the
   Conjecturer's and the Guide's outputs parse, i.e. whether a model knows the
   output formats.
-
-Every function takes engines and a pool that are already running and leaves
-them running; hostile or broken model outputs are counted, never raised.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from lean_env.verdict import ProofTask, Verdict
+import ray
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from transformers import AutoTokenizer
+
+from lean_env.pool import VerifierPool
+from lean_env.verdict import ProofTask, Status, Verdict
+from sgs.benchmarks import BenchmarkError, load_benchmark
+from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, validate
+from sgs.config import warmstart_enabled
 from sgs.engines import EngineGroup, Sample, SamplingSettings
-from sgs.loop import Request, stream, submit
+from sgs.estimators import PassAtKEstimate, estimate_pass_at_k, pass_at_k
+from sgs.streaming import Request, stream, submit
 from sgs.records import Target
 from sgs.roles import extract_conjecture, extract_guide_scores, extract_proof
-from sgs.runtime import Prompter
+from sgs.runtime import Prompter, backend_spec, model_paths, sampling_settings, start_ray
+
+#: The status of a sample whose output holds no extractable proof (so the prover never saw it).
+NO_PROOF = "no_proof"
+#: What can become of one Solver sample: a verdict status, or no proof at all.
+SAMPLE_STATUSES = (*(status.value for status in Status), NO_PROOF)
+
+
+# --------------------------------------------------------------------------
+# Sampling and checking (shared by every Solver measurement)
+# --------------------------------------------------------------------------
+
+
+def sample_and_check(engine: EngineGroup, pool: Any, prompter: Prompter, problems: Sequence[Target],
+                     settings: SamplingSettings, language: str) -> dict[str, Counter]:
+    """Sample ``settings.n`` proofs per problem and check each with ``pool``;
+    returns, per problem id in input order, how many samples ended with each
+    of :data:`SAMPLE_STATUSES`.
+
+    Generation and checking overlap as in the loop's prove phase: each chunk
+    of samples goes to the pool as soon as the engine returns it.  ``pool``
+    must have no other check outstanding.  Problem ids must be unique (they
+    name the samples).
+    """
+    counts = {p.id: Counter() for p in problems}
+    if len(counts) != len(problems):
+        repeated = sorted(i for i, n in Counter(p.id for p in problems).items() if n > 1)
+        raise ValueError(f"problem ids must be unique; repeated: {', '.join(repeated)}")
+    if not problems:
+        return counts
+    owner: dict[str, str] = {}
+
+    def on_sample(request: Request, sample_id: str, sample: Sample) -> None:
+        problem = request.item
+        extraction = extract_proof(sample.text, language)
+        if not extraction.ok:
+            counts[problem.id][NO_PROOF] += 1
+            return
+        owner[sample_id] = problem.id
+        pool.submit(ProofTask(id=sample_id, header=problem.header, statement=problem.statement,
+                              proof=extraction.value))
+
+    def on_verdict(task: ProofTask, verdict: Verdict) -> None:
+        counts[owner.pop(task.id)][verdict.status.value] += 1
+
+    requests = [Request(prompt=prompter.solver(p.header, p.statement),
+                        sample_ids=[f"eval/{p.id}/a{j}" for j in range(settings.n)], item=p) for p in problems]
+    # submit() sets n to each request's sample count.
+    stream(submit(engine, requests, settings), on_sample, pool, on_verdict)
+    return counts
+
+
+# --------------------------------------------------------------------------
+# pass@k as the share of targets with a valid proof (k samples each)
+# --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -62,34 +151,177 @@ class PassAtK:
 
 def solver_pass_at_k(engine: EngineGroup, pool: Any, prompter: Prompter, targets: Sequence[Target],
                      settings: SamplingSettings, language: str) -> PassAtK:
-    """Sample ``settings.n`` proofs per target and check each with ``pool``.
-
-    Generation and checking overlap as in the loop's prove phase: each chunk
-    of samples goes to the pool as soon as the engine returns it.  An output
-    with no extractable proof counts as a failed sample.
-    """
+    """Sample ``settings.n`` proofs per target and check each with ``pool``
+    (see :func:`sample_and_check`); an output with no extractable proof
+    counts as a failed sample."""
     start = time.perf_counter()
-    valid = {t.id: 0 for t in targets}
-    if not targets:
-        return PassAtK(settings.n, valid)
-    owner: dict[str, Target] = {}
-
-    def on_sample(request: Request, sample_id: str, sample: Sample) -> None:
-        target = request.item
-        extraction = extract_proof(sample.text, language)
-        if extraction.ok:
-            owner[sample_id] = target
-            pool.submit(ProofTask(id=sample_id, header=target.header, statement=target.statement,
-                                  proof=extraction.value))
-
-    def on_verdict(task: ProofTask, verdict: Verdict) -> None:
-        valid[owner.pop(task.id).id] += verdict.valid
-
-    requests = [Request(prompt=prompter.solver(t.header, t.statement),
-                        sample_ids=[f"eval/{t.id}/a{j}" for j in range(settings.n)], item=t) for t in targets]
-    # submit() sets n to each request's sample count.
-    stream(submit(engine, requests, settings), on_sample, pool, on_verdict)
+    counts = sample_and_check(engine, pool, prompter, targets, settings, language)
+    valid = {target_id: statuses[Status.VALID.value] for target_id, statuses in counts.items()}
     return PassAtK(settings.n, valid, time.perf_counter() - start)
+
+
+# --------------------------------------------------------------------------
+# pass@k on a benchmark: the unbiased estimator from n >= k samples
+# --------------------------------------------------------------------------
+
+
+#: Per-problem results of a benchmark evaluation, one JSON object per line.
+PROBLEMS_FILE = "problems.jsonl"
+#: The estimates of a benchmark evaluation and how they were measured.
+SUMMARY_FILE = "summary.json"
+
+
+@dataclass(frozen=True)
+class ProblemResult:
+    """What became of the n samples of one benchmark problem."""
+
+    id: str
+    """The problem's id."""
+    statuses: dict[str, int]
+    """Samples per status of :data:`SAMPLE_STATUSES` (every status present, zeros included)."""
+
+    @property
+    def n(self) -> int:
+        """Samples drawn."""
+        return sum(self.statuses.values())
+
+    @property
+    def c(self) -> int:
+        """Valid proofs among them."""
+        return self.statuses[Status.VALID.value]
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """pass@k of one set of weights on one benchmark, from n samples per problem.
+
+    A sample counts as correct only with a ``valid`` verdict: a sample with
+    no proof, an invalid proof, a timeout or a system error (an infrastructure
+    failure that outlived the pool's retries; see ``statuses``) all count as
+    failures, so n is the same for every problem.
+    """
+
+    benchmark: str
+    """The benchmark's name."""
+    checkpoint: str
+    """The weights evaluated (directory or hub id)."""
+    policy_version: int
+    """The engines' policy version (0 for weights from outside a run)."""
+    language: str
+    """The proof language."""
+    ks: tuple[int, ...]
+    """The k of each estimate."""
+    confidence: float
+    """Coverage of each estimate's bootstrap interval."""
+    settings: SamplingSettings
+    """How the samples were drawn (``n`` samples per problem, the seed, ...)."""
+    problems: tuple[ProblemResult, ...]
+    """One result per problem, in benchmark order."""
+    seconds: float
+    """Wall time of sampling and checking."""
+    wall_seconds: float | None = None
+    """Wall time of the whole command (Ray, engine and pool start-up included), when a command measured it."""
+
+    @property
+    def n(self) -> int:
+        """Samples per problem."""
+        return self.settings.n
+
+    @property
+    def statuses(self) -> dict[str, int]:
+        """Samples per status of :data:`SAMPLE_STATUSES`, over all problems."""
+        return {status: sum(p.statuses[status] for p in self.problems) for status in SAMPLE_STATUSES}
+
+    @cached_property
+    def estimates(self) -> dict[int, PassAtKEstimate]:
+        """pass@k with its interval, per k; the bootstrap is seeded with the sampling seed."""
+        counts = [(p.n, p.c) for p in self.problems]
+        return {k: estimate_pass_at_k(counts, k, confidence=self.confidence, seed=self.settings.seed or 0)
+                for k in self.ks}
+
+    def problem_lines(self) -> list[dict]:
+        """The per-problem records of ``problems.jsonl``."""
+        return [{"id": p.id, "n": p.n, "c": p.c, "pass_at_k": {str(k): pass_at_k(p.n, p.c, k) for k in self.ks},
+                 "statuses": dict(p.statuses)} for p in self.problems]
+
+    def to_json(self) -> dict:
+        """The summary: every estimate with its interval, and what was measured how."""
+        return {
+            "benchmark": self.benchmark,
+            "checkpoint": self.checkpoint,
+            "policy_version": self.policy_version,
+            "language": self.language,
+            "problems": len(self.problems),
+            "n": self.n,
+            "seed": self.settings.seed,
+            "sampling": {"max_tokens": self.settings.max_tokens, "temperature": self.settings.temperature,
+                         "top_p": self.settings.top_p},
+            "confidence": self.confidence,
+            "pass_at_k": {str(k): estimate.to_json() for k, estimate in self.estimates.items()},
+            "statuses": self.statuses,
+            "seconds": self.seconds,
+            "wall_seconds": self.wall_seconds,
+        }
+
+    def write(self, directory: str | os.PathLike) -> tuple[Path, Path]:
+        """Write ``problems.jsonl`` and ``summary.json`` into ``directory``
+        (created if needed); each file is replaced whole, never left half-written."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        problems_path, summary_path = directory / PROBLEMS_FILE, directory / SUMMARY_FILE
+        lines = "".join(json.dumps(line, sort_keys=True) + "\n" for line in self.problem_lines())
+        tmp = problems_path.with_name(f".{problems_path.name}.{os.getpid()}.tmp")
+        tmp.write_text(lines)
+        os.replace(tmp, problems_path)
+        write_json(summary_path, self.to_json())
+        return problems_path, summary_path
+
+
+def evaluate_problems(engine: EngineGroup, pool: Any, prompter: Prompter, problems: Sequence[Target], *,
+                      ks: Sequence[int], settings: SamplingSettings, language: str, benchmark: str,
+                      checkpoint: str, confidence: float = 0.95) -> BenchmarkResult:
+    """pass@k for each k of ``ks`` of the weights ``engine`` serves, from
+    ``settings.n`` samples per problem checked by ``pool``.
+
+    ``benchmark`` and ``checkpoint`` only label the result.  Raises
+    ValueError before sampling anything when there is no problem, a k is
+    below 1, or ``settings.n`` is below the largest k.
+    """
+    if not problems:
+        raise ValueError(f"benchmark {benchmark!r} has no problem to evaluate")
+    if not ks or min(ks) < 1:
+        raise ValueError(f"ks={list(ks)!r} must list at least one k, each at least 1")
+    if settings.n < max(ks):
+        raise ValueError(f"pass@{max(ks)} needs at least {max(ks)} samples per problem, settings.n is {settings.n}")
+    start = time.perf_counter()
+    counts = sample_and_check(engine, pool, prompter, problems, settings, language)
+    results = tuple(ProblemResult(problem_id, {status: statuses[status] for status in SAMPLE_STATUSES})
+                    for problem_id, statuses in counts.items())
+    return BenchmarkResult(benchmark=benchmark, checkpoint=checkpoint, policy_version=engine.policy_version,
+                           language=language, ks=tuple(ks), confidence=confidence, settings=settings,
+                           problems=results, seconds=time.perf_counter() - start)
+
+
+def format_table(result: BenchmarkResult) -> str:
+    """The estimates of ``result`` as a small table, with what was measured."""
+    statuses = result.statuses
+    lines = [
+        f"== pass@k on {result.benchmark}: {len(result.problems)} problems, n = {result.n} samples each ==",
+        f"checkpoint: {result.checkpoint} (policy version {result.policy_version})",
+        f"{'k':>6}  {'pass@k':>7}  {result.confidence:.0%} CI",
+    ]
+    for k, estimate in result.estimates.items():
+        lines.append(f"{k:>6}  {estimate.value:>7.3f}  [{estimate.low:.3f}, {estimate.high:.3f}]")
+    lines.append(f"samples: {sum(statuses.values())} ("
+                 + ", ".join(f"{status} {count}" for status, count in statuses.items())
+                 + f"); sampling and checking {result.seconds:.1f} s"
+                 + ("" if result.wall_seconds is None else f", {result.wall_seconds:.0f} s in all"))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Output formats of the Conjecturer and the Guide
+# --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -140,6 +372,11 @@ def guide_parse_rate(engine: EngineGroup, prompter: Prompter, pairs: Sequence[tu
     return sum(extract_guide_scores(s[0].text).ok for s in samples) / len(pairs)
 
 
+# --------------------------------------------------------------------------
+# The run's held-out evaluation
+# --------------------------------------------------------------------------
+
+
 def write_json(path: str | os.PathLike, data: Any) -> None:
     """Write ``data`` as JSON so that readers see the old file or the new one, never a mix."""
     path = Path(path)
@@ -181,3 +418,98 @@ def held_out_pass_at_k(run_dir: str | os.PathLike, solver: EngineGroup, pool: An
         stored[version] = {"policy_version": int(version), **result.to_json()}
         write_json(path, stored)
     return stored[version]
+
+
+# --------------------------------------------------------------------------
+# The command: python -m sgs.evaluate
+# --------------------------------------------------------------------------
+
+EXIT_CONFIG = 2
+EXIT_REQUIREMENTS = 3
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m sgs.evaluate [overrides]``: pass@k of a checkpoint on a benchmark."""
+    overrides = list(sys.argv[1:] if argv is None else argv)
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+            cfg = validate(compose(config_name=CONFIG_NAME, overrides=overrides))
+    except (ConfigError, HydraException) as error:
+        print(error, file=sys.stderr)
+        return EXIT_CONFIG
+    evaluation = cfg.evaluation
+    missing = requirements_problems(cfg) + checkpoint_problems(evaluation.checkpoint)
+    if missing:
+        print("this machine cannot run the config:\n" + "\n".join(f"  - {p}" for p in missing), file=sys.stderr)
+        return EXIT_REQUIREMENTS
+    try:
+        benchmark = load_benchmark(evaluation.benchmark, cfg.prover.language,
+                                   benchmark_file=evaluation.benchmark_file, limit=evaluation.limit)
+    except BenchmarkError as error:
+        print(f"evaluation.benchmark: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    started = time.perf_counter()
+    result = evaluate_checkpoint(cfg, benchmark.name, benchmark.problems)
+    result = replace(result, wall_seconds=time.perf_counter() - started)
+    problems_path, summary_path = result.write(evaluation.output_dir)
+    print(format_table(result))
+    print(f"benchmark read from {benchmark.source}; wrote {problems_path} and {summary_path}")
+    return 0
+
+
+def checkpoint_problems(checkpoint: str | None) -> list[str]:
+    """A checkpoint that looks like a local path must be a directory (else it is a hub id)."""
+    if checkpoint is None:
+        return []
+    looks_local = checkpoint.startswith(("/", ".", "~")) or os.path.exists(os.path.expanduser(checkpoint))
+    if looks_local and not Path(checkpoint).expanduser().is_dir():
+        return [f"checkpoint directory not found: evaluation.checkpoint={checkpoint!r}"]
+    return []
+
+
+def evaluate_checkpoint(cfg: SGSConfig, benchmark: str, problems: Sequence[Target]) -> BenchmarkResult:
+    """Start Ray, one Solver engine group on the configured weights and a
+    verifier pool, measure ``problems``, and stop them all.
+
+    With ``evaluation.checkpoint`` null the weights are the run's base model,
+    warm-started (from the cache, or trained now) when ``python -m sgs``
+    would warm-start it.
+    """
+    from sgs import sft  # sgs.sft imports this module
+
+    evaluation, res = cfg.evaluation, cfg.resources
+    paths = model_paths(cfg) if evaluation.checkpoint is None else None
+    start_ray(cfg)
+    try:
+        if paths is None:
+            checkpoint = evaluation.checkpoint
+            tokenizer = cfg.model.tokenizer_path or checkpoint
+        else:
+            checkpoint, tokenizer = paths.base, paths.tokenizer
+            if warmstart_enabled(cfg):
+                # Its checkpoint holds the tokenizer the prompts were trained with.
+                checkpoint = tokenizer = sft.warm_start(cfg, paths).checkpoint
+        engine = EngineGroup("eval-solver", checkpoint, num_engines=res.solver_engines, backend=res.engine_backend,
+                             engine_options={"dtype": cfg.model.dtype}, num_cpus=res.cpus_per_engine,
+                             num_gpus=res.gpus_per_engine)
+        try:
+            pool = VerifierPool(backend_spec(cfg.prover), num_workers=res.verifier_workers,
+                                timeout=cfg.prover.timeout, cpus_per_worker=res.cpus_per_verifier,
+                                name="eval-verifier")
+            try:
+                settings = sampling_settings(cfg.sampling.solver, n=evaluation.samples_per_problem, seed=cfg.seed)
+                return evaluate_problems(engine, pool, Prompter(cfg.prover.language,
+                                                                AutoTokenizer.from_pretrained(tokenizer)),
+                                         problems, ks=evaluation.ks, settings=settings,
+                                         language=cfg.prover.language, benchmark=benchmark,
+                                         checkpoint=checkpoint, confidence=evaluation.confidence)
+            finally:
+                pool.shutdown()
+        finally:
+            engine.shutdown()
+    finally:
+        ray.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

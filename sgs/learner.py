@@ -151,6 +151,8 @@ class TrainSettings:
     """CPUs Ray reserves for each worker."""
     use_gpu: bool = False
     """One GPU per worker and NCCL; otherwise CPU and gloo."""
+    placement_strategy: str = "PACK"
+    """Ray placement group strategy of the workers ("STRICT_PACK": all on one node)."""
     seed: int = 0
     """Seeds the example order and torch on the workers."""
 
@@ -211,6 +213,9 @@ class TrainResult:
     """Hugging Face checkpoint to load next: output_dir, or the base checkpoint when nothing was trained."""
     metrics: TrainMetrics
     """Numbers of the run (all zero when nothing was trained)."""
+    probe_logprobs: list[float] | None = None
+    """The trained model's log-probs (temperature 1, in the learner's precision) of the probe
+    completion given to :func:`train`, to compare with what the engines compute after loading."""
 
 
 # --------------------------------------------------------------------------
@@ -500,6 +505,17 @@ def run_steps(
     return {"loss_sum": loss_total, "grad_norm_sum": grad_norm_total, "num_tokens": tokens}
 
 
+@torch.no_grad()
+def probe_logprobs(model: torch.nn.Module, update: TorchUpdate | DeepSpeedUpdate, prompt_ids: list[int],
+                   completion_ids: list[int]) -> list[float]:
+    """Log-probs (temperature 1) of a fixed completion under the trained weights, computed
+    the way the training forward pass computes them (same precision and autocast)."""
+    model.eval()
+    with update.autocast():
+        logprobs, mask = completion_logprobs(model, [prompt_ids], [completion_ids], PAD_ID, 1.0)
+    return logprobs[0][mask[0]].tolist()
+
+
 def make_optimizer(model: torch.nn.Module, settings: TrainSettings) -> torch.optim.Optimizer:
     """AdamW with the run's betas, weight decay and a constant learning rate (no schedule)."""
     return torch.optim.AdamW(
@@ -613,13 +629,15 @@ def _train_worker(config: dict[str, Any]) -> None:
     start = time.perf_counter()
     totals = run_steps(trained, update, steps, config["objective"], settings)
     seconds = time.perf_counter() - start
-    metrics = {
+    metrics: dict[str, Any] = {
         "loss": totals["loss_sum"] / max(len(steps), 1),
         "grad_norm": totals["grad_norm_sum"] / max(len(steps), 1),
         "num_tokens": totals["num_tokens"],
         "num_steps": len(steps),
         "train_seconds": seconds,
     }
+    if config["probe"] is not None and rank == 0:
+        metrics["probe_logprobs"] = probe_logprobs(model, update, *config["probe"])
 
     with tempfile.TemporaryDirectory() as directory:
         wrote = False
@@ -647,6 +665,7 @@ def train(
     settings: TrainSettings,
     output_dir: str,
     run_name: str,
+    probe: tuple[list[int], list[int]] | None = None,
 ) -> TrainResult:
     """Train ``base_checkpoint`` on ``examples`` with one Ray Train run; save to ``output_dir``.
 
@@ -659,7 +678,9 @@ def train(
         output_dir: where the new checkpoint goes; owned by this call (files of the same
             name are replaced).  Must differ from base_checkpoint.
         run_name: the Ray Train run's name, shown in the dashboard; unique per role and
-            iteration by convention.  Ray's state for the run lives in
+            iteration by convention.
+        probe: (prompt ids, completion ids) whose log-probs under the trained weights
+            come back in ``TrainResult.probe_logprobs``.  Ray's state for the run lives in
             ``output_dir/.ray_train`` and is removed first, so a retried run never
             reloads a stale one.
 
@@ -698,11 +719,13 @@ def train(
             "objective": objective,
             "base_checkpoint": base_checkpoint,
             "deepspeed_resume_dir": deepspeed_resume_dir,
+            "probe": probe,
         },
         scaling_config=ScalingConfig(
             num_workers=settings.num_workers,
             use_gpu=settings.use_gpu,
             resources_per_worker={"CPU": settings.cpus_per_worker, **({"GPU": 1} if settings.use_gpu else {})},
+            placement_strategy=settings.placement_strategy,
         ),
         torch_config=TorchConfig(backend="nccl" if settings.use_gpu else "gloo"),
         run_config=RunConfig(name=run_name, storage_path=staging),
@@ -732,6 +755,7 @@ def train(
             train_seconds=reported["train_seconds"],
             tokens_per_second=reported["num_tokens"] / max(reported["train_seconds"], 1e-9),
         ),
+        probe_logprobs=reported.get("probe_logprobs"),
     )
 
 

@@ -28,12 +28,25 @@ Resume.  ``Loop.run`` continues at ``Store.resume_point``.  A phase killed
 half-way finds its stored records in ``PhaseLog.recovered`` and does only the
 missing work: record ids are derived from (problem, sample index), so a
 sample that was stored is never drawn again, and one drawn but not stored was
-never counted.  Checkpoints count once the training phase that wrote them is
-done; policy version v is the weights after iteration v - 1 (0 = the base).
+never counted.  Samples that came back but were not yet stored when the
+driver died are in the phase's sample cache (:mod:`sgs.sample_cache`) and
+are not generated again.  Checkpoints count once the training phase that
+wrote them is done; policy version v is the weights after iteration v - 1
+(0 = the base).
 
-Ray plumbing (submitting chunks, waiting on them and on verdicts) is kept in
-:func:`submit` and :func:`stream`; the phases themselves only decide what to
-sample and what to make of the results.
+Overlap.  Proofs are verified while later ones are generated
+(:mod:`sgs.streaming`), and the Guide reviews a conjecture as soon as its
+solve rate is final (:class:`EarlyReviews`), during the prove phase.
+
+Weights.  During the training phases the engines may sleep (vLLM sleep mode:
+``resources.sleep_engines_during_training``); each new checkpoint reaches its
+role's running engines when they wake (or at once), and a fixed probe
+sequence's log-probs are compared between learner and engines
+(``probe_logprob_gap_*`` in the training metrics; a warning above
+``training.probe_logprob_tolerance``).
+
+Ray plumbing lives in :mod:`sgs.streaming` and :mod:`sgs.engines`; the
+phases themselves only decide what to sample and what to make of the results.
 """
 
 from __future__ import annotations
@@ -46,16 +59,17 @@ import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from pathlib import Path
 
-import ray
 from tqdm import tqdm
 
 from lean_env.verdict import ProofTask, Status, Verdict
 from sgs import metrics as M
 from sgs import objectives
+from sgs.benchmarks import Benchmark
 from sgs.config import SGSConfig
 from sgs.engines import EngineGroup, Sample, SamplingSettings
+from sgs.evaluate import SUMMARY_FILE, evaluate_problems, format_table, read_json
 from sgs.learner import TrainExample, train
 from sgs.records import Attempt, Completion, Conjecture, ConjectureScore, Target, prompt_digest
 from sgs.rewards import (
@@ -66,9 +80,12 @@ from sgs.rewards import (
     keep_conjectures,
     solver_reward,
 )
+from sgs.monitor import LiveMonitor
 from sgs.roles import canonical_form, conjecture_name, extract_conjecture, extract_guide_scores, extract_proof
 from sgs.roles import rename_theorem
 from sgs.runtime import Checkpoint, Runtime, sampling_settings, train_settings
+from sgs.sample_cache import SampleCache, sample_key
+from sgs.streaming import Request, stream, submit
 from sgs.store import PhaseLog, Store
 
 log = logging.getLogger(__name__)
@@ -78,15 +95,18 @@ PHASES = ("conjecture", "prove", "review", "train_solver", "train_conjecturer", 
 RECORD_PHASES = frozenset({"conjecture", "prove", "review"})
 #: Which role each training phase updates.
 TRAINING_PHASES = {"train_solver": "solver", "train_conjecturer": "conjecturer"}
+#: Benchmark evaluations during the run (``evaluation.every``), one folder per iteration.
+EVALS_DIR = "evals"
 #: The learner's numbers, saved beside the checkpoint they describe.
 TRAIN_METRICS_FILE = "sgs_train_metrics.json"
-#: Engine calls per engine and phase: more chunks start verification sooner.
-CHUNKS_PER_ENGINE = 4
+#: An iteration whose share of system errors among verifications exceeds this says so loudly (SPEC §1.6).
+SYSTEM_ERROR_ALARM = 0.01
 
 # Why a Conjecturer sample was dropped after its statement was extracted
 # (before that, the reason is the extractor's sgs.roles.Failure value).
 DUPLICATE_OF_TARGET = "duplicate_of_target"
 DUPLICATE_CONJECTURE = "duplicate_conjecture"
+MATCHES_BENCHMARK = "matches_benchmark"  # states an evaluation problem (evaluation.contamination=exclude)
 
 
 def elaboration_failure(status: Status) -> str:
@@ -132,6 +152,10 @@ def attempt_id(problem: Problem, index: int) -> str:
     return f"{problem.kind}/{problem.id}/a{index}"
 
 
+def review_sample_id(conjecture_id: str) -> str:
+    return f"review/{conjecture_id}"
+
+
 def to_completion(prompt: str, sample: Sample) -> Completion:
     return Completion(
         prompt_sha256=prompt_digest(prompt),
@@ -145,13 +169,14 @@ def to_completion(prompt: str, sample: Sample) -> Completion:
 
 
 def screen_conjecture(
-    output: str, language: str, target_forms: Set[str], seen: set[str]
+    output: str, language: str, target_forms: Set[str], seen: set[str], excluded_forms: Set[str] = frozenset()
 ) -> tuple[str | None, str | None]:
     """``(statement, None)`` for a well-formed conjecture that is new, or
     ``(None, rejection reason)``.
 
     New means: not a target and not an earlier conjecture of ``seen``, both up
-    to renaming (canonical forms); a new one's form is added to ``seen``.  The
+    to renaming (canonical forms); a new one's form is added to ``seen``.
+    Statements in ``excluded_forms`` (evaluation problems) are rejected.  The
     statement gets a fresh name derived from its form: the model's own name
     could collide with a target's, or flatter the Guide.
     """
@@ -161,6 +186,8 @@ def screen_conjecture(
     form = canonical_form(extraction.value, language)
     if form in target_forms:
         return None, DUPLICATE_OF_TARGET
+    if form in excluded_forms:
+        return None, MATCHES_BENCHMARK
     if form in seen:
         return None, DUPLICATE_CONJECTURE
     seen.add(form)
@@ -195,58 +222,66 @@ def in_conjecturer_batch(score: ConjectureScore, rule: str) -> bool:
     return score.kept or rule == "paper"
 
 
-# --------------------------------------------------------------------------
-# Ray plumbing: sampling and streaming
-# --------------------------------------------------------------------------
+class EarlyReviews:
+    """Guide reviews started during the prove phase, each as soon as its
+    conjecture's solve rate is final and could earn a reward (0 < s < 1).
 
-
-@dataclass
-class Request:
-    """Samples wanted for one prompt: one record id per sample."""
-
-    prompt: str
-    sample_ids: list[str]
-    item: Any  # what the samples are for: a Target or a Problem
-
-
-def submit(engine: EngineGroup, requests: Sequence[Request], settings: SamplingSettings) -> dict:
-    """Queue every request on the engine group; returns {chunk ref: its requests}.
-
-    Requests wanting the same number of samples share one call (a resumed
-    phase may want fewer than k for a few problems).
+    Which conjectures are kept depends on the whole batch's p70, known only
+    when proving ends, so this reviews every candidate: the few above the
+    p70 are reviewed for nothing, and the Guide's engines work while the
+    Solver's do instead of after them.  Each review goes to the review
+    phase's sample cache under the key the review phase will look up, so the
+    review phase finds it there and generates only what is missing.
     """
-    by_count: dict[int, list[Request]] = {}
-    for request in requests:
-        by_count.setdefault(len(request.sample_ids), []).append(request)
-    pending = {}
-    for n, group in by_count.items():
-        chunk = max(1, math.ceil(len(group) / (len(engine.actors) * CHUNKS_PER_ENGINE)))
-        for ref, indices in engine.submit([r.prompt for r in group], replace(settings, n=n), chunk_size=chunk):
-            pending[ref] = [group[i] for i in indices]
-    return pending
 
+    def __init__(self, guide: EngineGroup, settings: SamplingSettings, cache: SampleCache,
+                 prompt: Callable[[str], str], key: Callable[[str, str], str], samples_per_problem: int):
+        self.guide = guide
+        self.settings = settings
+        self.cache = cache
+        self.prompt = prompt
+        self.key = key
+        self.samples_per_problem = samples_per_problem
+        self.tokens = 0
+        self._attempts: dict[str, list[Attempt]] = {}
+        self._pending: dict[int, str] = {}  # chunk id -> cache key
 
-def stream(
-    pending: dict,
-    on_sample: Callable[[Request, str, Sample], None],
-    pool: Any = None,
-    on_verdict: Callable[[ProofTask, Verdict], None] | None = None,
-) -> None:
-    """Hand each sample to ``on_sample`` as its chunk returns, and each verdict
-    to ``on_verdict`` as the pool answers, until every chunk is back and every
-    check ``on_sample`` submitted is answered.  Generation and verification
-    overlap: the pool checks one chunk while the engines write the next."""
-    while pending or (pool is not None and pool.outstanding):
-        checking = pool is not None and pool.outstanding > 0
-        if pending:
-            done, _ = ray.wait(list(pending), num_returns=1, timeout=0.05 if checking else 1.0)
-            for ref in done:
-                for request, samples in zip(pending.pop(ref), ray.get(ref)):
-                    for sample_id, sample in zip(request.sample_ids, samples):
-                        on_sample(request, sample_id, sample)
-        if pool is not None and pool.outstanding:
-            for task, verdict in pool.poll(timeout=0.0 if pending else 1.0):
-                on_verdict(task, verdict)
+    def add(self, attempt: Attempt) -> None:
+        """One finished attempt; a conjecture's last one may start its review."""
+        if attempt.problem_kind != "conjecture":
+            return
+        attempts = self._attempts.setdefault(attempt.problem_id, [])
+        attempts.append(attempt)
+        if len(attempts) == self.samples_per_problem:
+            rate = M.solve_rates(attempts).get(attempt.problem_id)
+            if rate is not None and 0.0 < rate < 1.0:
+                self._start(attempt.problem_id)
+        self.collect()
+
+    def collect(self, timeout: float = 0.0) -> None:
+        """Cache the reviews that are back (waiting up to ``timeout`` for the first)."""
+        if not self._pending:
+            return
+        for chunk, [[sample]] in self.guide.poll(timeout):
+            key = self._pending.pop(chunk)
+            self.cache.put(key, sample)
+            self.tokens += sample.num_tokens
+
+    def finish(self) -> None:
+        """Wait for every review started."""
+        while self._pending:
+            self.collect(timeout=1.0)
+
+    def close(self) -> None:
+        self.cache.close()
+
+    def _start(self, conjecture_id: str) -> None:
+        prompt = self.prompt(conjecture_id)
+        key = self.key(conjecture_id, prompt)
+        if self.cache.get(key, prompt) is not None:
+            return  # reviewed before the driver was interrupted
+        for chunk, _ in self.guide.submit([prompt], self.settings):
+            self._pending[chunk] = key
 
 
 # --------------------------------------------------------------------------
@@ -274,10 +309,14 @@ class Loop:
         weights: Mapping[str, Checkpoint],
         *,
         run_name: str,
-        on_metrics: Callable[[dict], None] = lambda metrics: None,
+        benchmark: Benchmark | None = None,
+        on_metrics: Callable[[dict, dict, dict], None] = lambda metrics, tables, histograms: None,
     ):
         """``weights``: what the Solver and Conjecturer engines were started on
-        (:func:`current_weights`); ``on_metrics`` receives each metrics line."""
+        (:func:`current_weights`); ``benchmark``: the evaluation problems
+        (checked for contamination, evaluated every ``evaluation.every``
+        iterations); ``on_metrics`` receives each metrics line
+        with its sample tables and histogram values (:class:`sgs.metrics.MetricsSink.log`)."""
         self.cfg = cfg
         self.store = store
         self.rt = runtime
@@ -291,6 +330,19 @@ class Loop:
         # Work of the running phase, counted by its callbacks.
         self._tokens = self._verifications = 0
         self._target_forms = {canonical_form(t.statement, self.language) for t in store.targets}
+        self.benchmark = benchmark
+        self._benchmark_forms = frozenset(canonical_form(p.statement, self.language)
+                                          for p in (benchmark.problems if benchmark is not None else ()))
+        self._excluded_forms = self._benchmark_forms if cfg.evaluation.contamination == "exclude" else frozenset()
+        resources = cfg.resources
+        self._sleep_during_training = (resources.sleep_engines_during_training
+                                       if resources.sleep_engines_during_training is not None
+                                       else resources.gpus_per_engine > 0 or resources.colocate_engines_with_learner)
+        self._engines_asleep = False
+        # Weights trained while the engines slept: loaded when they wake.
+        self._unloaded: dict[str, tuple[Checkpoint, list[float] | None]] = {}
+        self.monitor = LiveMonitor(run_name, PHASES)
+        """Live gauges on the Ray dashboard."""
 
     # -- driving -------------------------------------------------------------
 
@@ -306,6 +358,11 @@ class Loop:
         """Run one phase and commit it."""
         start = time.perf_counter()
         self._tokens = self._verifications = 0
+        self.monitor.phase_started(iteration, phase, {role: w.version for role, w in self.weights.items()})
+        if phase in TRAINING_PHASES:
+            self._sleep_engines()
+        else:
+            self._wake_engines()
         if phase in RECORD_PHASES:
             getattr(self, phase)(iteration, self.store.begin_phase(iteration, phase))
         else:
@@ -314,6 +371,8 @@ class Loop:
         self._stats[iteration, phase] = M.PhaseStats(seconds, self._tokens, self._verifications)
         self.seconds[phase] += seconds
         self.store.mark_done(iteration, phase)
+        # Committed: the phase's records now hold everything its cached samples gave.
+        self.store.sample_cache_path(iteration, phase).unlink(missing_ok=True)
         if phase in TRAINING_PHASES:
             # Only now: until the phase is done, an older checkpoint is the one a resume loads.
             self.store.prune_checkpoints(TRAINING_PHASES[phase], self.cfg.training.keep_checkpoints)
@@ -324,6 +383,64 @@ class Loop:
 
     def _seed(self, iteration: int, phase: str) -> int:
         return derived_seed(self.cfg.seed, iteration, phase)
+
+    def _draw(
+        self,
+        iteration: int,
+        phase: str,
+        role: str,
+        requests: Sequence[Request],
+        settings: SamplingSettings,
+        on_sample: Callable[[Request, str, Sample], None],
+        on_verdict: Callable[[ProofTask, Verdict], None] | None = None,
+    ) -> None:
+        """Every sample the requests want, handed to ``on_sample``: first those
+        in the phase's sample cache (a resumed phase), then the rest streamed
+        from ``role``'s engines, each cached the moment it returns; with
+        ``on_verdict``, until every check ``on_sample`` submitted is answered."""
+        cache = SampleCache(self.store.sample_cache_path(iteration, phase), self.rt.prompter.token_ids)
+        version = self.weights[role].version
+        waiting = 0  # samples asked of the engines and not yet returned
+
+        def key(request: Request, sample_id: str) -> str:
+            return sample_key(request.prompt, settings, version, sample_id)
+
+        def on_drawn(request: Request, sample_id: str, sample: Sample) -> None:
+            nonlocal waiting
+            cache.put(key(request, sample_id), sample)
+            self._tokens += sample.num_tokens
+            waiting -= 1
+            self.monitor.sampled(1, waiting)
+            on_sample(request, sample_id, sample)
+
+        def on_checked(task: ProofTask, verdict: Verdict) -> None:
+            self._verifications += 1
+            self.monitor.verified(verdict.status, self.rt.pool.outstanding)
+            on_verdict(task, verdict)
+
+        try:
+            fresh = []
+            for request in requests:
+                missing = []
+                for sample_id in request.sample_ids:
+                    sample = cache.get(key(request, sample_id), request.prompt)
+                    if sample is None:
+                        missing.append(sample_id)
+                    else:
+                        on_sample(request, sample_id, sample)
+                if missing:
+                    fresh.append(replace(request, sample_ids=missing))
+            reused = sum(len(r.sample_ids) for r in requests) - sum(len(r.sample_ids) for r in fresh)
+            if reused:
+                log.warning("iteration %d %s: reused %d cached samples of an interrupted run", iteration, phase,
+                            reused)
+            waiting = sum(len(request.sample_ids) for request in fresh)
+            if on_verdict is None:
+                stream(submit(self.rt.engines[role], fresh, settings), on_drawn)
+            else:
+                stream(submit(self.rt.engines[role], fresh, settings), on_drawn, self.rt.pool, on_checked)
+        finally:
+            cache.close()
 
     # -- conjecture ----------------------------------------------------------
 
@@ -353,16 +470,15 @@ class Loop:
             bar.update()
 
         def on_sample(request: Request, cid: str, sample: Sample) -> None:
-            self._tokens += sample.num_tokens
             target, completion = request.item, to_completion(request.prompt, sample)
-            statement, rejection = screen_conjecture(sample.text, self.language, self._target_forms, seen)
+            statement, rejection = screen_conjecture(sample.text, self.language, self._target_forms, seen,
+                                                     self._excluded_forms)
             if rejection is not None:
                 return keep(cid, target, completion, None, rejection)
             checking[cid] = (target, completion, statement)
             self.rt.pool.submit_statement(ProofTask(id=cid, header=target.header, statement=statement, proof=""))
 
         def on_verdict(task: ProofTask, verdict: Verdict) -> None:
-            self._verifications += 1
             target, completion, statement = checking.pop(task.id)
             if verdict.valid:
                 keep(task.id, target, completion, statement, None)
@@ -371,7 +487,7 @@ class Loop:
 
         if requests:
             settings = sampling_settings(self.cfg.sampling.conjecturer, n=1, seed=self._seed(iteration, "conjecture"))
-            stream(submit(self.rt.engines["conjecturer"], requests, settings), on_sample, self.rt.pool, on_verdict)
+            self._draw(iteration, "conjecture", "conjecturer", requests, settings, on_sample, on_verdict)
         bar.close()
 
     # -- prove ---------------------------------------------------------------
@@ -409,13 +525,15 @@ class Loop:
 
         def keep(aid: str, problem: Problem, completion: Completion, proof: str | None, error: str | None,
                  verdict: Verdict | None, reward: float) -> None:
-            phase_log.append(Attempt(id=aid, iteration=iteration, problem_id=problem.id, problem_kind=problem.kind,
-                                     completion=completion, proof=proof, extraction_error=error, verdict=verdict,
-                                     reward=reward))
+            attempt = Attempt(id=aid, iteration=iteration, problem_id=problem.id, problem_kind=problem.kind,
+                              completion=completion, proof=proof, extraction_error=error, verdict=verdict,
+                              reward=reward)
+            phase_log.append(attempt)
             bar.update()
+            if early is not None:
+                early.add(attempt)
 
         def on_sample(request: Request, aid: str, sample: Sample) -> None:
-            self._tokens += sample.num_tokens
             problem, completion = request.item, to_completion(request.prompt, sample)
             extraction = extract_proof(sample.text, self.language)
             if not extraction.ok:
@@ -427,7 +545,6 @@ class Loop:
                                           proof=extraction.value))
 
         def on_verdict(task: ProofTask, verdict: Verdict) -> None:
-            self._verifications += 1
             problem, completion, proof = checking.pop(task.id)
             reward = solver_reward(verdict.status.value, proof, completion.num_tokens, sampling.max_tokens,
                                    self.language, penalize_try=method.penalize_try,
@@ -436,10 +553,38 @@ class Loop:
             # objectives drop it by its status.
             keep(task.id, problem, completion, proof, None, verdict, 0.0 if reward is None else reward)
 
-        if requests:
-            settings = sampling_settings(sampling, n=1, seed=self._seed(iteration, "prove"))
-            stream(submit(self.rt.engines["solver"], requests, settings), on_sample, self.rt.pool, on_verdict)
+        early = self._early_reviews(iteration, phase_log) if method.use_guide else None
+        try:
+            if requests:
+                settings = sampling_settings(sampling, n=1, seed=self._seed(iteration, "prove"))
+                self._draw(iteration, "prove", "solver", requests, settings, on_sample, on_verdict)
+            if early is not None:
+                early.finish()
+                self._tokens += early.tokens
+        finally:
+            if early is not None:
+                early.close()
         bar.close()
+
+    def _early_reviews(self, iteration: int, phase_log: PhaseLog) -> EarlyReviews:
+        """Guide reviews that start during the prove phase (see :class:`EarlyReviews`)."""
+        guide = self.rt.engines["guide"]
+        settings = sampling_settings(self.cfg.sampling.guide, n=1, seed=self._seed(iteration, "review"))
+        cache = SampleCache(self.store.sample_cache_path(iteration, "review"), self.rt.prompter.token_ids)
+        conjectures = {c.id: c for c in self.store.conjectures(iteration) if c.statement is not None}
+
+        def prompt(conjecture_id: str) -> str:
+            conjecture = conjectures[conjecture_id]
+            return self.rt.prompter.guide(self.store.target(conjecture.target_id), conjecture.statement)
+
+        def key(conjecture_id: str, text: str) -> str:
+            return sample_key(text, settings, self.weights["guide"].version, review_sample_id(conjecture_id))
+
+        early = EarlyReviews(guide, settings, cache, prompt, key, self.cfg.method.num_solver_samples)
+        for record in phase_log.recovered:
+            if isinstance(record, Attempt):
+                early.add(record)
+        return early
 
     # -- review --------------------------------------------------------------
 
@@ -489,11 +634,16 @@ class Loop:
         phase reproduces the reviews of the scores it already stored."""
         if not conjectures:
             return []
-        prompts = [self.rt.prompter.guide(self.store.target(c.target_id), c.statement) for c in conjectures]
+        requests = [Request(prompt=self.rt.prompter.guide(self.store.target(c.target_id), c.statement),
+                            sample_ids=[review_sample_id(c.id)], item=c) for c in conjectures]
         settings = sampling_settings(self.cfg.sampling.guide, n=1, seed=self._seed(iteration, "review"))
-        samples = self.rt.engines["guide"].generate(prompts, settings)
-        self._tokens += sum(s[0].num_tokens for s in samples)
-        return [s[0].text for s in samples]
+        outputs: dict[str, str] = {}
+
+        def on_sample(request: Request, sample_id: str, sample: Sample) -> None:
+            outputs[request.item.id] = sample.text
+
+        self._draw(iteration, "review", "guide", requests, settings, on_sample)
+        return [outputs[c.id] for c in conjectures]
 
     # -- training ------------------------------------------------------------
 
@@ -568,10 +718,62 @@ class Loop:
         output = self.store.checkpoint_dir(role, iteration)
         settings = replace(train_settings(self.cfg), seed=self._seed(iteration, f"train_{role}"))
         result = train(examples, base_checkpoint=self.weights[role].path, objective=objective, settings=settings,
-                       output_dir=str(output), run_name=f"{self.run_name}-{role}-{iteration:04d}")
+                       output_dir=str(output), run_name=f"{self.run_name}-{role}-{iteration:04d}",
+                       probe=self._probe_sequence())
         (output / TRAIN_METRICS_FILE).write_text(json.dumps(asdict(result.metrics)))
         self.weights[role] = Checkpoint(result.checkpoint_dir, iteration + 1)
-        self.rt.engines[role].load_weights(result.checkpoint_dir, iteration + 1)
+        self._unloaded[role] = (self.weights[role], result.probe_logprobs)
+        if not self._engines_asleep:
+            self._load_new_weights()
+
+    def _probe_sequence(self) -> tuple[list[int], list[int]]:
+        """A fixed (prompt, completion) pair, the same at every update: the
+        Solver prompt of the first training target, completed by its statement."""
+        target = min((t for t in self.store.targets if not t.held_out), key=lambda t: t.id)
+        prompt = self.rt.prompter.solver(target.header, target.statement)
+        completion = self.rt.prompter.tokenizer(target.statement, add_special_tokens=False)["input_ids"]
+        return self.rt.prompter.token_ids(prompt), completion
+
+    def _load_new_weights(self) -> None:
+        """Send each newly trained checkpoint to its role's engines, then check
+        on the probe that they compute what the learner computed."""
+        tolerance = self.cfg.training.probe_logprob_tolerance
+        for role, (checkpoint, learner_logprobs) in list(self._unloaded.items()):
+            engines = self.rt.engines[role]
+            engines.load_weights(checkpoint.path, checkpoint.version)
+            del self._unloaded[role]
+            if learner_logprobs is None:
+                continue
+            gaps = [M.logprob_gap(learner_logprobs, served)
+                    for served in engines.served_logprobs(*self._probe_sequence())]
+            mean_gap, max_gap = max(g[0] for g in gaps), max(g[1] for g in gaps)
+            metrics_file = Path(checkpoint.path) / TRAIN_METRICS_FILE
+            numbers = json.loads(metrics_file.read_text())
+            numbers.update(probe_logprob_gap_mean=mean_gap, probe_logprob_gap_max=max_gap)
+            metrics_file.write_text(json.dumps(numbers))
+            if mean_gap > tolerance:
+                log.warning("the %s engines' log-probs of the probe differ from the learner's by %.3g nats per "
+                            "token on average (max %.3g; tolerance training.probe_logprob_tolerance=%g): the "
+                            "engines may not serve the weights of %s", role, mean_gap, max_gap, tolerance,
+                            checkpoint.path)
+
+    # -- engine memory around training ----------------------------------------
+
+    def _sleep_engines(self) -> None:
+        """Free the engines' accelerator memory for the learner (when configured)."""
+        if self._sleep_during_training and not self._engines_asleep:
+            for group in self.rt.engines.values():
+                group.sleep(self.cfg.resources.engine_sleep_level)
+            self._engines_asleep = True
+
+    def _wake_engines(self) -> None:
+        """Wake the engines and give them the weights trained while they slept."""
+        if self._engines_asleep:
+            for group in self.rt.engines.values():
+                group.wake_up()
+            self._engines_asleep = False
+        if self._unloaded:
+            self._load_new_weights()
 
     def _training_numbers(self, iteration: int) -> dict[str, dict]:
         numbers = {}
@@ -582,6 +784,46 @@ class Loop:
         return numbers
 
     # -- record --------------------------------------------------------------
+
+    def _periodic_evaluation(self, iteration: int) -> dict[str, float]:
+        """pass@k on the benchmark every ``evaluation.every`` iterations, of
+        the weights the Solver serves after ``iteration``'s update; results in
+        ``evals/iter_NNNN/`` (a resumed record phase reads them back)."""
+        evaluation = self.cfg.evaluation
+        if self.benchmark is None or evaluation.every <= 0 or (iteration + 1) % evaluation.every:
+            return {}
+        directory = self.store.run_dir / EVALS_DIR / f"iter_{iteration:04d}"
+        summary = read_json(directory / SUMMARY_FILE)
+        solver = self.weights["solver"]
+        if summary is None or summary.get("policy_version") != solver.version:
+            settings = sampling_settings(self.cfg.sampling.solver, n=evaluation.samples_per_problem,
+                                         seed=derived_seed(self.cfg.seed, iteration, "evaluate"))
+            result = evaluate_problems(self.rt.engines["solver"], self.rt.pool, self.rt.prompter,
+                                       self.benchmark.problems, ks=evaluation.ks, settings=settings,
+                                       language=self.language, benchmark=self.benchmark.name,
+                                       checkpoint=solver.path, confidence=evaluation.confidence)
+            result.write(directory)
+            summary = result.to_json()
+            log.info("iteration %d: %s", iteration, format_table(result))
+        numbers = {}
+        for k, estimate in summary["pass_at_k"].items():
+            numbers[f"eval/pass@{k}"] = estimate["pass_at_k"]
+            numbers[f"eval/pass@{k}_ci_low"] = estimate["ci_low"]
+            numbers[f"eval/pass@{k}_ci_high"] = estimate["ci_high"]
+        return numbers
+
+    def _benchmark_matches(self, iteration: int) -> int:
+        """Conjectures of ``iteration`` that state a benchmark problem, excluded or let through."""
+        return sum(c.extraction_error == MATCHES_BENCHMARK
+                   or (c.statement is not None and canonical_form(c.statement, self.language) in self._benchmark_forms)
+                   for c in self.store.conjectures(iteration))
+
+    def _flag_best_checkpoints(self, iteration: int) -> None:
+        """The weights after ``iteration`` set the best cumulative solve rate so
+        far: keep them (pruning spares the best) under ``checkpoints/<role>/best``."""
+        for phase, role in TRAINING_PHASES.items():
+            if self.store.phase_done(iteration, phase) and self.store.checkpoint_dir(role, iteration).is_dir():
+                self.store.set_best_checkpoint(role, iteration)
 
     def record(self, iteration: int) -> None:
         registry = self.store.solved_registry
@@ -598,7 +840,21 @@ class Loop:
             phases={phase: stats for (i, phase), stats in self._stats.items() if i == iteration},
             training=self._training_numbers(iteration),
         )
+        metrics["conjectures_matching_benchmark"] = self._benchmark_matches(iteration)
+        metrics.update(self._periodic_evaluation(iteration))
+        best_so_far = max((m["cumulative_solve_rate"] for m in self.store.metrics()), default=None)
         self.store.append_metrics(metrics)
-        self.on_metrics(metrics)
+        if best_so_far is None or metrics["cumulative_solve_rate"] > best_so_far:
+            self._flag_best_checkpoints(iteration)
+        if metrics["system_error_rate"] > SYSTEM_ERROR_ALARM:
+            log.warning("!!! iteration %d: %.1f%% of verifications ended in a system error (prover crashes, lost "
+                        "workers), above the %.0f%% the results can be trusted with; their samples carry no "
+                        "reward. See verification/system_error in metrics.jsonl and the verifier logs.",
+                        iteration, 100 * metrics["system_error_rate"], 100 * SYSTEM_ERROR_ALARM)
+        attempts, conjectures = self.store.attempts(iteration), self.store.conjectures(iteration)
+        scores = self.store.conjecture_scores(iteration)
+        tables = M.sample_tables(iteration, conjectures, scores, attempts,
+                                 {t.id: t.statement for t in self.store.targets})
+        self.on_metrics(metrics, tables, M.sample_histograms(attempts, list(scores.values())))
         log.info("iteration %d: cumulative solve rate %.3f, pass@k %.3f, %d generations", iteration,
                  metrics["cumulative_solve_rate"], metrics["pass_at_k"], metrics["generations"])

@@ -10,8 +10,10 @@ related keys (``verification/timeout``), which wandb shows as one panel.
 
 from __future__ import annotations
 
-import hashlib
 import math
+import os
+import random
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -100,6 +102,15 @@ def mean(values: Iterable[float]) -> float | None:
     """Mean of the finite values; None when there are none."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
     return sum(finite) / len(finite) if finite else None
+
+
+def logprob_gap(learner: Sequence[float], engine: Sequence[float]) -> tuple[float, float]:
+    """(mean, max) absolute per-token difference of two log-prob lists of one sequence."""
+    if len(learner) != len(engine) or not learner:
+        raise ValueError(f"log-prob lists of one non-empty sequence expected, got lengths {len(learner)} "
+                         f"and {len(engine)}")
+    gaps = [abs(a - b) for a, b in zip(learner, engine)]
+    return sum(gaps) / len(gaps), max(gaps)
 
 
 # --------------------------------------------------------------------------
@@ -204,9 +215,82 @@ def iteration_metrics(
 # --------------------------------------------------------------------------
 
 
+#: Rows of each per-iteration sample table sent to wandb.
+TABLE_ROWS = 32
+#: The run directory's file that holds its wandb run id.
+WANDB_ID_FILE = "wandb_run_id"
+
+
+def sample_tables(
+    iteration: int,
+    conjectures: Sequence[Conjecture],
+    scores: Mapping[str, ConjectureScore],
+    attempts: Sequence[Attempt],
+    target_statements: Mapping[str, str],
+    rows: int = TABLE_ROWS,
+) -> dict[str, tuple[list[str], list[list[Any]]]]:
+    """Seeded random samples of the iteration's conjectures (with their parent
+    target, Guide scores and solve rate) and Solver attempts, as
+    ``{table name: (columns, rows)}``: what a researcher reads to see what the
+    numbers are made of."""
+    rng = random.Random(iteration)
+
+    def pick(items: Sequence[Any]) -> list[Any]:
+        return items if len(items) <= rows else [items[i] for i in sorted(rng.sample(range(len(items)), rows))]
+
+    attempted = [c for c in conjectures if c.statement is not None]
+    conjecture_rows = []
+    for c in pick(attempted):
+        score = scores.get(c.id)
+        conjecture_rows.append([
+            c.id, c.target_id, target_statements.get(c.target_id), c.statement,
+            None if score is None else score.solve_rate, None if score is None else score.kept,
+            None if score is None else score.relevance, None if score is None else score.redundancy,
+            None if score is None else score.complexity, None if score is None else score.r_guide,
+            None if score is None else score.reward,
+        ])
+    attempt_rows = [[a.id, a.problem_kind, a.problem_id, attempt_outcome(a), a.reward, a.completion.num_tokens,
+                     a.proof if a.proof is not None else a.completion.text] for a in pick(list(attempts))]
+    return {
+        "conjectures": (["id", "target", "target_statement", "conjecture", "solve_rate", "kept", "relevance",
+                         "redundancy", "complexity", "r_guide", "reward"], conjecture_rows),
+        "proofs": (["id", "kind", "problem", "outcome", "reward", "tokens", "proof_or_output"], attempt_rows),
+    }
+
+
+def sample_histograms(attempts: Sequence[Attempt], scores: Sequence[ConjectureScore]) -> dict[str, list[float]]:
+    """The value lists behind the iteration's histograms."""
+    rates = [r for r in solve_rates(attempts).values() if r is not None]
+    return {
+        "solve_rates": rates,
+        "guide_scores": [s.r_guide for s in scores if s.r_guide is not None],
+        "conjecturer_rewards": [s.reward for s in scores],
+        "solver_tokens": [a.completion.num_tokens for a in attempts],
+    }
+
+
 def wandb_run_id(run_dir: str | Path) -> str:
-    """A stable wandb id per run directory, so a resumed run logs to the same run."""
-    return hashlib.sha256(str(Path(run_dir).resolve()).encode()).hexdigest()[:16]
+    """The run directory's wandb id: made once, at the run's first start, and
+    kept in ``<run_dir>/wandb_run_id``, so a resumed run (even from a moved or
+    copied directory) goes on logging to the same wandb run."""
+    path = Path(run_dir) / WANDB_ID_FILE
+    if path.is_file():
+        stored = path.read_text().strip()
+        if stored:
+            return stored
+    run_id = uuid.uuid4().hex[:16]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{WANDB_ID_FILE}.tmp")
+    tmp.write_text(run_id + "\n")
+    os.replace(tmp, path)
+    return run_id
+
+
+def resolved_wandb_mode(mode: str, environ: Mapping[str, str] = os.environ) -> str:
+    """``logging.wandb_mode`` as wandb takes it: ``auto`` is online when a key is configured."""
+    if mode == "auto":
+        return "online" if environ.get("WANDB_API_KEY") else "offline"
+    return mode
 
 
 class MetricsSink:
@@ -224,7 +308,7 @@ class MetricsSink:
             self._wandb = wandb.init(
                 project=logging.wandb_project,
                 entity=logging.wandb_entity,
-                mode=logging.wandb_mode,
+                mode=resolved_wandb_mode(logging.wandb_mode),
                 dir=str(run_dir),
                 id=wandb_run_id(run_dir),
                 name=name,
@@ -236,9 +320,20 @@ class MetricsSink:
         self._gauges = {key: Gauge(f"sgs_{key}", description=f"SGS {key} of the latest iteration")
                         for key in self.GAUGES}
 
-    def log(self, metrics: Mapping[str, Any]) -> None:
+    def log(self, metrics: Mapping[str, Any], tables: Mapping[str, tuple[list[str], list[list[Any]]]] | None = None,
+            histograms: Mapping[str, list[float]] | None = None) -> None:
+        """One iteration: its metrics line, and optionally its sample tables
+        (:func:`sample_tables`) and histogram values (:func:`sample_histograms`)."""
         if self._wandb is not None:
-            self._wandb.log({k: v for k, v in metrics.items() if v is not None}, step=metrics["iteration"])
+            import wandb
+
+            logged: dict[str, Any] = {k: v for k, v in metrics.items() if v is not None}
+            for name, (columns, rows) in (tables or {}).items():
+                logged[f"samples/{name}"] = wandb.Table(columns=columns, data=rows)
+            for name, values in (histograms or {}).items():
+                if values:
+                    logged[f"histograms/{name}"] = wandb.Histogram(values)
+            self._wandb.log(logged, step=metrics["iteration"])
         for key, gauge in self._gauges.items():
             if metrics.get(key) is not None:
                 gauge.set(float(metrics[key]))

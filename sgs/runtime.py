@@ -35,6 +35,9 @@ from sgs.warmstart import load_corpus
 
 #: Verdicts of every check the run made, so a resumed run re-verifies nothing.
 VERDICT_CACHE_FILE = "verdicts.jsonl"
+#: What each verifier worker asks of ``resources.verifier_node_resource``: a
+#: node declaring 1 of it takes up to 1,000 workers (its CPUs are the real limit).
+VERIFIER_NODE_SHARE = 0.001
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,7 @@ def train_settings(cfg: SGSConfig) -> TrainSettings:
         num_workers=res.learner_workers,
         cpus_per_worker=res.cpus_per_learner_worker,
         use_gpu=res.gpus_per_learner_worker > 0,
+        placement_strategy=res.learner_placement,
         seed=cfg.seed,
     )
 
@@ -234,6 +238,22 @@ class Runtime:
         self.pool.shutdown()
 
 
+def colocated_gpu_ids(cfg: SGSConfig, node_gpus: int) -> dict[str, list[int]]:
+    """With ``resources.colocate_engines_with_learner``: the GPU each engine
+    is pinned to, round-robin over the node's GPUs in role order (Solver
+    engines first); empty otherwise."""
+    if not cfg.resources.colocate_engines_with_learner:
+        return {}
+    if node_gpus < 1:
+        raise RuntimeError("resources.colocate_engines_with_learner=true needs a node with GPUs; Ray sees none")
+    pinned, next_gpu = {}, 0
+    for role in active_roles(cfg):
+        count = getattr(cfg.resources, f"{role}_engines")
+        pinned[role] = [(next_gpu + i) % node_gpus for i in range(count)]
+        next_gpu += count
+    return pinned
+
+
 def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint], tokenizer: Any) -> Runtime:
     """Start the engines (each active role on ``weights[role]``) and the verifier pool.
 
@@ -242,6 +262,7 @@ def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint],
     """
     res = cfg.resources
     engines = {}
+    pinned = colocated_gpu_ids(cfg, int(ray.cluster_resources().get("GPU", 0)))
     try:
         for role in active_roles(cfg):
             checkpoint = weights[role]
@@ -253,6 +274,8 @@ def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint],
                 engine_options={"policy_version": checkpoint.version, "dtype": cfg.model.dtype},
                 num_cpus=res.cpus_per_engine,
                 num_gpus=res.gpus_per_engine,
+                placement_strategy=res.engine_placement,
+                gpu_ids=pinned.get(role),
             )
         pool = VerifierPool(
             backend_spec(cfg.prover),
@@ -260,6 +283,8 @@ def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint],
             timeout=cfg.prover.timeout,
             cache=VerdictCache(run_dir / VERDICT_CACHE_FILE),
             cpus_per_worker=res.cpus_per_verifier,
+            placement_strategy=res.verifier_placement,
+            bundle_resources={res.verifier_node_resource: VERIFIER_NODE_SHARE} if res.verifier_node_resource else None,
         )
     except BaseException:
         for group in engines.values():

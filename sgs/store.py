@@ -13,6 +13,7 @@ Layout (``iter_0003`` is iteration 3; iterations count from 0)::
         prove.partial.jsonl       records of a phase still running, one per line
         prove.jsonl               the same file, renamed when the phase finished
         phase_prove.done          the phase's commit marker, written last
+        prove.samples.jsonl       samples of the running phase (sgs.sample_cache), deleted at its commit
       checkpoints/solver/iter_0003/   one checkpoint per role and iteration
       checkpoints/solver/best         names the best checkpoint directory
 
@@ -86,7 +87,9 @@ BEST_FILE = "best"
 # Config keys (dotted paths, fnmatch patterns) that may differ when a run is
 # resumed without allow_changes: how many iterations it runs, where its
 # directory now lives, where metrics go, which Ray cluster it joins and how
-# many proof checkers it uses.  None of them changes what an iteration computes.
+# many proof checkers it uses, how actors are placed, whether engines sleep
+# during training, and the periodic evaluation.  None of them changes what an
+# iteration computes.
 RESUMABLE_CONFIG_KEYS = (
     "iterations",
     "run_dir",
@@ -96,6 +99,17 @@ RESUMABLE_CONFIG_KEYS = (
     "resources.num_gpus",
     "resources.verifier_workers",
     "resources.cpus_per_verifier",
+    "resources.*_placement",
+    "resources.verifier_node_resource",
+    "resources.sleep_engines_during_training",
+    "resources.engine_sleep_level",
+    "evaluation.k",
+    "evaluation.ks",
+    "evaluation.samples_per_problem",
+    "evaluation.confidence",
+    "evaluation.every",
+    "evaluation.output_dir",
+    "evaluation.checkpoint",
 )
 
 # Every metrics line must carry at least these keys.
@@ -715,6 +729,12 @@ class Store:
     def metrics(self) -> list[dict]:
         """Every metrics line, oldest first."""
         return [dict(m) for m in self._metrics]
+
+    def sample_cache_path(self, iteration: int, phase: str) -> Path:
+        """Where the running phase caches its samples (:mod:`sgs.sample_cache`)."""
+        _check_name("phase", phase)
+        _check_iteration(iteration)
+        return self._iteration_dir(iteration) / f"{phase}.samples.jsonl"
 
     # -- checkpoints -------------------------------------------------------
 

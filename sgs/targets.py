@@ -21,6 +21,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from sgs.config import HUB_SCHEME, TargetsConfig, resolve_source_path
 from sgs.records import Target
@@ -69,8 +70,8 @@ def _read_rows(source: str) -> list[dict]:
 def _file_rows(path: Path) -> list[dict]:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
-        return [_json(line, f"{path}:{lineno}") for lineno, line in enumerate(text.splitlines(), 1) if line.strip()]
-    data = _json(text, str(path))
+        return [parse_json(line, f"{path}:{lineno}") for lineno, line in enumerate(text.splitlines(), 1) if line.strip()]
+    data = parse_json(text, str(path))
     if isinstance(data, dict) and isinstance(data.get("target_statements"), dict):
         return list(data["target_statements"].values())  # the D3k file
     if isinstance(data, list):
@@ -90,11 +91,13 @@ def _hub_rows(repo_id: str) -> list[dict]:
     return _file_rows(files[0])
 
 
-def _json(text: str, where: str):
+def parse_json(text: str, where: str, error: type[Exception] | None = None) -> Any:
+    """``json.loads(text)``, or ``error`` (default :class:`TargetError`) saying
+    where the text came from and why it is not JSON."""
     try:
         return json.loads(text)
-    except ValueError as error:
-        raise TargetError(f"{where}: not valid JSON ({error})") from None
+    except ValueError as reason:
+        raise (error or TargetError)(f"{where}: not valid JSON ({reason})") from None
 
 
 def _to_target(row: dict, language: str, where: str) -> Target:

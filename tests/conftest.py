@@ -12,6 +12,15 @@ import shutil
 
 import pytest
 
+from sgs.models.tiny import TinyModelSettings, build_tiny_model
+
+#: The engines' test model: a tiny random Llama.  Hidden 64 with 2 heads is
+#: head_dim 32, the smallest vLLM's CPU kernels accept.
+TINY = TinyModelSettings(
+    vocab_size=320, hidden_size=64, intermediate_size=128, num_attention_heads=2, num_key_value_heads=2,
+    max_position_embeddings=128,
+)
+
 
 def require_binary(name: str) -> str:
     """Path of executable ``name``; skip (or fail under ``CI=true``) without it."""
@@ -51,3 +60,15 @@ def ray_session():
     yield ray
     if started:
         ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> str:
+    """A tiny random model (:data:`TINY`, seed 0) saved as a Hugging Face checkpoint."""
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", [], TINY, seed=0))
+
+
+@pytest.fixture(scope="module")
+def other_checkpoint(tmp_path_factory) -> str:
+    """The same architecture with other weights (seed 1): a weight update to load."""
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", [], TINY, seed=1))

@@ -13,24 +13,8 @@ from transformers import GenerationConfig, LlamaForCausalLM
 
 from sgs.engines import EngineGroup, SamplingSettings, build_engine
 from sgs.engines.hf import TransformersEngine
-from sgs.models.tiny import TinyModelSettings, build_tiny_model
 
 PROMPTS = ["Theorem add_0_r : forall n : nat, n + 0 = n.\nProof.", "Lemma t : True."]
-# hidden 64 with 2 heads: head_dim 32, the smallest vLLM's CPU kernels accept.
-TINY = TinyModelSettings(
-    vocab_size=320, hidden_size=64, intermediate_size=128, num_attention_heads=2, num_key_value_heads=2,
-    max_position_embeddings=128,
-)
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", [], TINY, seed=0))
-
-
-@pytest.fixture(scope="module")
-def other_checkpoint(tmp_path_factory):
-    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", [], TINY, seed=1))
 
 
 @pytest.fixture(scope="module")
@@ -217,13 +201,14 @@ def test_engine_group_streams_chunks_and_broadcasts_weights(ray_cluster, checkpo
 
         submitted = group.submit(prompts, settings, chunk_size=2)
         assert [indices for _, indices in submitted] == [[0, 1], [2, 3], [4]]
+        assert group.outstanding == 3
         streamed = {}
-        pending = {ref: indices for ref, indices in submitted}
-        while pending:
-            [ready], _ = ray.wait(list(pending), num_returns=1)
-            for index, samples in zip(pending.pop(ready), ray.get(ready)):
-                streamed[index] = samples
-        assert sorted(streamed) == list(range(5))
+        pending = dict(submitted)
+        while group.outstanding:
+            for key, chunk in group.poll(timeout=1.0):
+                for index, samples in zip(pending.pop(key), chunk):
+                    streamed[index] = samples
+        assert not pending and sorted(streamed) == list(range(5))
         assert all(len(samples) == 2 for samples in streamed.values())
 
         # Blocking form: prompt order, reproducible, and each chunk equals a local engine given the chunk's seed.

@@ -20,7 +20,8 @@ from sgs.engines import EngineGroup, SamplingSettings
 from sgs.engines.base import ENTROPY_TOP_K, top_k_entropy
 from sgs.engines.hf import TransformersEngine
 from sgs.models.tiny import build_tiny_model
-from tests.test_engines import PROMPTS, TINY
+from tests.conftest import TINY
+from tests.test_engines import PROMPTS
 
 pytestmark = pytest.mark.slow
 
@@ -39,16 +40,6 @@ def require_vllm():
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{message}, and CI=true requires it (pip install 'sgs[cpu]')")
         pytest.skip(message)
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", [], TINY, seed=0))
-
-
-@pytest.fixture(scope="module")
-def other_checkpoint(tmp_path_factory):
-    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", [], TINY, seed=1))
 
 
 @pytest.fixture(scope="module")
@@ -247,7 +238,7 @@ def test_generation_stops_on_an_eos_token_and_respects_the_context_limit(limited
     assert cut.num_tokens == LIMIT - len(cut.prompt_token_ids)
 
 
-def test_load_weights_swaps_the_weights_in_the_running_engine(swapping_engine, other_checkpoint, tmp_path):
+def test_load_weights_swaps_the_weights_in_the_running_engine(swapping_engine, other_checkpoint, reference, tmp_path):
     swapping = swapping_engine
     llm = swapping.llm
     settings = SamplingSettings(n=2, max_tokens=8, seed=4)
@@ -266,6 +257,10 @@ def test_load_weights_swaps_the_weights_in_the_running_engine(swapping_engine, o
     assert swapping.logprobs_of(before[0].prompt_token_ids, before[0].token_ids) == pytest.approx(
         other.logprobs_of(before[0].prompt_token_ids, before[0].token_ids), abs=1e-6
     )
+    # vLLM's own forward pass (the probe the loop checks after each update) sees the new weights.
+    probe = (before[0].prompt_token_ids, before[0].token_ids)
+    assert swapping.served_logprobs(*probe) == pytest.approx(other.logprobs_of(*probe), abs=TOLERANCE)
+    assert max(abs(a - b) for a, b in zip(swapping.served_logprobs(*probe), reference.logprobs_of(*probe))) > 0.01
 
     # Refused before anything is touched: a bad version, a checkpoint of another shape.
     with pytest.raises(ValueError, match="policy_version"):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -29,10 +30,11 @@ import pytest
 import yaml
 
 from lean_env.verdict import Status, Verdict
-from sgs.config import ProverConfig, RocqSettings, TargetsConfig, TinyModelSettings
+from sgs.config import ProverConfig, ResourcesConfig, RocqSettings, SGSConfig, TargetsConfig, TinyModelSettings
 from sgs.loop import (
     DUPLICATE_CONJECTURE,
     DUPLICATE_OF_TARGET,
+    MATCHES_BENCHMARK,
     PHASES,
     TRAIN_METRICS_FILE,
     Problem,
@@ -47,9 +49,10 @@ from sgs.loop import (
 )
 from sgs.records import Attempt, Completion, ConjectureScore, Target, prompt_digest
 from sgs.roles import CONJECTURE_NAME_PREFIX, Failure, PromptSet, canonical_form
-from sgs.runtime import Checkpoint, Prompter, backend_spec, chat_prompt
+from sgs.runtime import Checkpoint, Prompter, backend_spec, chat_prompt, colocated_gpu_ids
 from sgs.store import REQUIRED_METRICS, Store
 from sgs.targets import TargetError, held_out_by_hash, load_targets
+from tests.test_report import check_report
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -120,6 +123,16 @@ def test_conjectures_are_screened_for_form_and_novelty_up_to_renaming():
     assert statement.endswith(": forall n : nat, n + 1 = S n.")
     assert screen("Theorem again : forall m : nat, m + 1 = S m.") == (None, DUPLICATE_CONJECTURE)
     assert len(seen) == 1
+
+
+def test_conjectures_stating_a_benchmark_problem_are_excluded_up_to_renaming():
+    benchmark = {canonical_form("Theorem bench_1 : forall a b : nat, a * b = b * a.", "rocq")}
+    seen: set[str] = set()
+    output = "```coq\nLemma swap : forall x y : nat, x * y = y * x.\nAdmitted.\n```"
+    assert screen_conjecture(output, "rocq", set(), seen, benchmark) == (None, MATCHES_BENCHMARK)
+    # In flag mode nothing is excluded: the loop only counts the match.
+    statement, rejection = screen_conjecture(output, "rocq", set(), seen)
+    assert rejection is None and canonical_form(statement, "rocq") in benchmark
 
 
 def _attempt(problem: str, index: int, status: str | None, reward: float, kind: str = "target") -> Attempt:
@@ -257,6 +270,18 @@ def test_prover_settings_become_the_verifier_backend_recipe():
     assert spec.options == {"timeout": 7.0, "allowed_axioms": [], "coqtop": "/opt/coqtop"}
 
 
+def test_colocated_engines_are_pinned_round_robin_over_the_node_gpus():
+    cfg = SGSConfig()  # the paper's standard method: Solver, Conjecturer and Guide engines
+    cfg.resources = ResourcesConfig(solver_engines=4, conjecturer_engines=2, guide_engines=2,
+                                    colocate_engines_with_learner=True)
+    assert colocated_gpu_ids(cfg, 8) == {"solver": [0, 1, 2, 3], "conjecturer": [4, 5], "guide": [6, 7]}
+    assert colocated_gpu_ids(cfg, 4) == {"solver": [0, 1, 2, 3], "conjecturer": [0, 1], "guide": [2, 3]}
+    with pytest.raises(RuntimeError, match="needs a node with GPUs"):
+        colocated_gpu_ids(cfg, 0)
+    cfg.resources.colocate_engines_with_learner = False
+    assert colocated_gpu_ids(cfg, 8) == {}
+
+
 # --------------------------------------------------------------------------
 # The entry point: refusals before anything starts
 # --------------------------------------------------------------------------
@@ -387,9 +412,16 @@ def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: in
         if trained:
             numbers = json.loads((store.checkpoint_dir("solver", it) / TRAIN_METRICS_FILE).read_text())
             assert numbers["num_examples"] == len(select_solver_samples(attempts, "reinforce_half"))
+            # The engines serve what the learner wrote: both fp32 on CPU, so the probe's gap is rounding.
+            assert numbers["probe_logprob_gap_mean"] < 1e-4
+        # A committed phase leaves no sample cache behind.
+        assert not any(store.sample_cache_path(it, phase).exists() for phase in PHASES)
         total += len(attempts) + len(conjectures)
         assert store.generations(through_iteration=it) == total
     metrics = store.metrics()
+    best = max(range(iterations), key=lambda i: (metrics[i]["cumulative_solve_rate"], -i))
+    if best in store.checkpoint_iterations("solver"):
+        assert store.best_checkpoint("solver") == best
     assert [m["iteration"] for m in metrics] == list(range(iterations))
     assert all(key in m for m in metrics for key in REQUIRED_METRICS)
     assert metrics[-1]["generations"] == total == store.generations()
@@ -401,9 +433,16 @@ def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: in
 @pytest.mark.slow
 def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, warm_run):
     run_dir = tmp_path / "run"
+    # A benchmark stating two of the warm Conjecturer's claims: its conjectures
+    # are kept away from it, and it is evaluated at the end of iteration 1.
+    benchmark = _write_jsonl(tmp_path / "bench.jsonl", [
+        {"id": "b1", "header": HEADER, "statement": "Theorem b1 : forall k : nat, k * 1 = k."},
+        {"id": "b2", "header": HEADER, "statement": "Theorem b2 : 3 + 4 = 7."},
+    ])
     # Four conjectures per target, so duplicates and rejections surely occur.
     command = [sys.executable, "-m", "sgs", "+experiment=standard", *warm_run, "method.conjectures_per_target=4",
-               "iterations=2", f"run_dir={run_dir}"]
+               "iterations=2", f"run_dir={run_dir}", f"evaluation.benchmark={benchmark}", "evaluation.every=2",
+               "evaluation.ks=[1,2]", "evaluation.samples_per_problem=2"]
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "WANDB_SILENT": "true"}
     # Kill once iteration 1 is proving: the Solver must then resume on iteration 0's weights.
     partial = run_dir / "iter_0001" / "prove.partial.jsonl"
@@ -420,12 +459,19 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
         first.wait()
     assert first.returncode == -signal.SIGKILL
     assert not (run_dir / "iter_0001" / "phase_record.done").exists()
+    # Samples that came back but were not yet verified are in the phase's sample cache.
+    cache = run_dir / "iter_0001" / "prove.samples.jsonl"
+    cached = cache.read_bytes().count(b"\n") if killed_mid_phase and cache.exists() else 0
 
     second = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=500)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "resuming" in second.stdout
     if killed_mid_phase:
-        assert "resuming phase 'prove' of iteration 1 with" in second.stdout + second.stderr
+        output = second.stdout + second.stderr
+        stored = int(re.search(r"resuming phase 'prove' of iteration 1 with (\d+) records", output).group(1))
+        # ...and the resumed phase takes them from there instead of generating them again.
+        if cached > stored:
+            assert f"iteration 1 prove: reused {cached - stored} cached samples" in output
 
     store = check_run(run_dir, iterations=2, conjectures_per_target=4)
     try:
@@ -433,7 +479,16 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
         rejected = {c.extraction_error for i in range(2) for c in store.conjectures(i)} - {None}
         # The warm Conjecturer repeats itself and states ill-typed claims.
         assert {DUPLICATE_CONJECTURE, "elaboration_invalid"} <= rejected
-        known = {f.value for f in Failure} | {DUPLICATE_OF_TARGET, DUPLICATE_CONJECTURE, "elaboration_invalid",
+        metrics = store.metrics()
+        assert sum(m["conjectures_matching_benchmark"] for m in metrics) > 0
+        assert MATCHES_BENCHMARK in rejected
+        assert "eval/pass@1" not in metrics[0] and 0.0 <= metrics[1]["eval/pass@2"] <= 1.0
+        summary = json.loads((run_dir / "evals" / "iter_0001" / "summary.json").read_text())
+        assert summary["problems"] == 2 and summary["n"] == 2
+        # The weights evaluated are those the Solver serves after iteration 1's update.
+        assert summary["policy_version"] == max([i + 1 for i in store.checkpoint_iterations("solver")], default=0)
+        known = {f.value for f in Failure} | {DUPLICATE_OF_TARGET, DUPLICATE_CONJECTURE, MATCHES_BENCHMARK,
+                                               "elaboration_invalid",
                                                "elaboration_timeout", "elaboration_system_error"}
         assert rejected <= known
         scores = [s for i in range(2) for s in store.conjecture_scores(i).values()]
@@ -442,6 +497,9 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
             weighted = any(s.weight != 0 for s in store.conjecture_scores(it).values() if s.kept)
             assert (it in store.checkpoint_iterations("conjecturer")) == weighted
         assert (run_dir / "wandb").is_dir()  # offline wandb by default
+        # The resumed process wrote the report; the phase the killed one finished has no timing in it.
+        page = check_report(run_dir / "report" / "report.md")
+        assert "no `phase_seconds/conjecture` in iteration(s) 1" in page
     finally:
         store.close()
 
@@ -480,6 +538,12 @@ def test_multirun_sweep_gives_each_experiment_its_own_run(tmp_path, warm_run):
                 assert all(s.guide_output is None for s in store.conjecture_scores(0).values())
         finally:
             store.close()
+    # The report command puts both runs on each figure; the run without a Guide gets a note, not a crash.
+    report = subprocess.run([sys.executable, "-m", "tools.report", str(run_dir), "--out", str(tmp_path / "report"),
+                             "--format", "html"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr[-3000:]
+    page = check_report(tmp_path / "report" / "report.html")
+    assert "<td>standard</td>" in page and "no_guide: no Guide reviews (its experiment has no Guide)" in page
 
 
 @pytest.mark.slow
@@ -498,6 +562,8 @@ def test_the_default_run_warm_starts_and_prints_its_summary(tmp_path, require_ro
     assert "cumulative solve rate on the 20 training targets:" in summary
     assert "held-out pass@8 on 4 targets:" in summary
     assert "per phase: conjecture" in summary and "warm start" in summary
+    assert f"report: {run_dir / 'report' / 'report.md'}" in summary
+    check_report(run_dir / "report" / "report.md")  # every figure of the report, from a real run
     store = check_run(run_dir, iterations=1, conjectures_per_target=1, k=8)
     try:
         assert store.config["experiment"] == "standard" and store.config["model"]["name"] == "tiny"

@@ -19,6 +19,8 @@ from sgs.metrics import (
     solve_rates,
     system_error_rate,
     verification_outcomes,
+    resolved_wandb_mode,
+    sample_tables,
     wandb_run_id,
 )
 from sgs.records import Attempt, Completion, Conjecture, ConjectureScore, prompt_digest
@@ -144,5 +146,31 @@ def test_an_iteration_line_has_the_required_keys_and_is_valid_json():
     assert json.loads(json.dumps(line, allow_nan=False)) == line
 
 
-def test_wandb_ids_are_stable_per_run_directory(tmp_path):
-    assert wandb_run_id(tmp_path / "a") == wandb_run_id(str(tmp_path / "a")) != wandb_run_id(tmp_path / "b")
+def test_wandb_ids_are_made_once_and_kept_in_the_run_directory(tmp_path):
+    first = wandb_run_id(tmp_path / "a")
+    assert wandb_run_id(str(tmp_path / "a")) == first != wandb_run_id(tmp_path / "b")
+    # a moved run directory keeps its id: it lives in the directory, not in its path
+    (tmp_path / "a").rename(tmp_path / "moved")
+    assert wandb_run_id(tmp_path / "moved") == first
+
+
+def test_sample_tables_show_conjectures_with_their_parent_and_scores():
+    conjectures = [conjecture(f"c{i}", f"Theorem c{i} : {i} = {i}.") for i in range(40)]
+    scores = {c.id: score(c.id, 0.25, True) for c in conjectures}
+    tables = sample_tables(3, conjectures, scores, ATTEMPTS, {"t": "Theorem t : True."}, rows=5)
+    columns, rows = tables["conjectures"]
+    assert len(rows) == 5 and len({r[0] for r in rows}) == 5
+    first = dict(zip(columns, rows[0]))
+    assert first["target"] == "t" and first["target_statement"] == "Theorem t : True."
+    assert first["solve_rate"] == 0.25 and first["kept"] is True
+    # seeded by the iteration: the same rows again
+    assert sample_tables(3, conjectures, scores, ATTEMPTS, {}, rows=5)["conjectures"][1][0][0] == rows[0][0]
+    proof_columns, proof_rows = tables["proofs"]
+    assert len(proof_rows) == min(5, len(ATTEMPTS)) and "outcome" in proof_columns
+
+
+def test_wandb_goes_online_only_with_a_key():
+    assert resolved_wandb_mode("auto", {}) == "offline"
+    assert resolved_wandb_mode("auto", {"WANDB_API_KEY": "k"}) == "online"
+    assert resolved_wandb_mode("disabled", {"WANDB_API_KEY": "k"}) == "disabled"
+    assert resolved_wandb_mode("offline", {"WANDB_API_KEY": "k"}) == "offline"

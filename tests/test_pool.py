@@ -139,3 +139,22 @@ def test_a_hung_worker_is_replaced_and_its_checks_redone(ray_session, require_ro
         assert pool.stats.workers_restarted >= 2 and pool.stats.requeued >= 2
     finally:
         pool.shutdown()
+
+
+def test_workers_live_in_one_placement_group_that_replacements_reuse(ray_session, require_rocq):
+    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=10, cpus_per_worker=0.5)
+    try:
+        group_ids = {ray.get(pool.worker(w).placement_group_id.remote()) for w in range(2)}
+        assert group_ids == {pool._placement_group.id.hex()}
+        os.kill(ray.get(pool.worker(0).process_ids.remote())["actor"], signal.SIGKILL)
+        assert all(v.status is Status.VALID for v in pool.verify([lia_task(700 + i) for i in range(4)]))
+        assert pool.stats.workers_restarted == 1
+        assert ray.get(pool.worker(0).placement_group_id.remote()) == pool._placement_group.id.hex()
+    finally:
+        pool.shutdown()
+
+
+def test_a_pool_the_cluster_cannot_hold_says_so(ray_session):
+    too_many = ray.cluster_resources()["CPU"] + 1
+    with pytest.raises(RuntimeError, match="could not reserve 1 x .* for the verifier workers"):
+        VerifierPool(BackendSpec("rocq"), num_workers=1, timeout=5, cpus_per_worker=too_many, start_timeout=1)

@@ -241,13 +241,15 @@ TRAINING = Target("training", HEADER, "Theorem training : True.")
 
 class ScriptedEngine:
     """Stands in for an :class:`~sgs.engines.EngineGroup`: ``answer(prompt, i)``
-    is the text of sample i, returned through Ray object refs like real chunks."""
+    is the text of sample i; each prompt is one chunk, back at the next poll."""
 
     def __init__(self, answer: Callable[[str, int], str], policy_version: int = 0):
         self.answer = answer
         self.actors = [None]
         self.policy_version = policy_version
         self.calls = 0
+        self._done: list[tuple[int, list[list[Sample]]]] = []
+        self._next_chunk = 0
 
     def _samples(self, prompt: str, n: int) -> list[Sample]:
         return [Sample(text=self.answer(prompt, i), token_ids=[1], logprobs=[-0.1], prompt_token_ids=[1],
@@ -255,7 +257,20 @@ class ScriptedEngine:
 
     def submit(self, prompts, settings, chunk_size=None):
         self.calls += 1
-        return [(ray.put([self._samples(p, settings.n)]), [i]) for i, p in enumerate(prompts)]
+        submitted = []
+        for index, prompt in enumerate(prompts):
+            self._done.append((self._next_chunk, [self._samples(prompt, settings.n)]))
+            submitted.append((self._next_chunk, [index]))
+            self._next_chunk += 1
+        return submitted
+
+    def poll(self, timeout=0.0):
+        done, self._done = self._done, []
+        return done
+
+    @property
+    def outstanding(self):
+        return len(self._done)
 
     def generate(self, prompts, settings, chunk_size=None):
         self.calls += 1

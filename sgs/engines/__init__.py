@@ -5,13 +5,15 @@ Backends, chosen by name with :func:`build_engine` (``resources.engine_backend``
 Neither is imported here, so importing this package needs no vLLM.
 """
 
-from sgs.engines.actor import BACKENDS, EngineActor, EngineGroup, build_engine
+from sgs.engines.actor import BACKENDS, EngineActor, EngineFailure, EngineGroup, EngineGroupStats, build_engine
 from sgs.engines.base import GenerationEngine, Sample, SamplingSettings
 
 __all__ = [
     "BACKENDS",
     "EngineActor",
+    "EngineFailure",
     "EngineGroup",
+    "EngineGroupStats",
     "GenerationEngine",
     "Sample",
     "SamplingSettings",

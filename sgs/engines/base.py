@@ -121,6 +121,29 @@ class GenerationEngine(abc.ABC):
         sampler's numbers.
         """
 
+    def served_logprobs(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
+        """Teacher-forced log-probs at temperature 1 computed with the weights
+        that serve samples (for vLLM: vLLM's own forward pass, not a copy).
+
+        The loop compares them with the learner's log-probs of the same probe
+        after every weight update: a gap means the engine did not get the
+        weights the learner wrote, or computes with them very differently.
+        Backends whose ``logprobs_of`` already runs the serving weights
+        inherit this definition.
+        """
+        return self.logprobs_of(prompt_ids, completion_ids, 1.0)
+
+    def sleep(self, level: int = 1) -> None:
+        """Release accelerator memory while another phase (training) needs it.
+
+        Level 1 keeps the weights in host memory, level 2 drops them (the
+        caller loads new weights after :meth:`wake_up`).  The default does
+        nothing: an engine with nothing to release stays as it is.
+        """
+
+    def wake_up(self) -> None:
+        """Undo :meth:`sleep` (before generating or loading weights again)."""
+
 
 def top_k_entropy(top_logprobs: torch.Tensor) -> torch.Tensor:
     """Entropy of the distribution renormalised over some of its log-probs, [..., k] -> [...].

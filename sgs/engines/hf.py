@@ -141,6 +141,18 @@ class TransformersEngine(GenerationEngine):
         self.model = model
         self._policy_version = _check_version(policy_version)
 
+    def sleep(self, level: int = 1) -> None:
+        """On an accelerator, move the weights to host memory (both levels:
+        reloading them from disk would cost more than keeping a host copy);
+        on the CPU there is nothing to release."""
+        if self._device.type != "cpu":
+            self.model.to("cpu")
+            torch.cuda.empty_cache()
+
+    def wake_up(self) -> None:
+        if self._device.type != "cpu":
+            self.model.to(self._device)
+
     @torch.no_grad()
     def logprobs_of(
         self, prompt_ids: list[int], completion_ids: list[int], temperature: float = 1.0

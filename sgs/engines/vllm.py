@@ -245,6 +245,20 @@ class VLLMEngine(GenerationEngine):
         logprobs, mask = completion_logprobs(self._reference, [prompt_ids], [completion_ids], 0, temperature)
         return logprobs[0][mask[0]].tolist()
 
+    def served_logprobs(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
+        """vLLM's own log-probs of the completion (its prompt log-probs of
+        prompt + completion, which are untempered, i.e. temperature 1): they
+        come from the weights that serve samples, unlike :meth:`logprobs_of`."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        ids = list(prompt_ids) + list(completion_ids)
+        params = SamplingParams(max_tokens=1, temperature=1.0, top_p=1.0, prompt_logprobs=0, detokenize=False)
+        (output,) = self._llm.generate([TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)
+        # Position t holds {token id: Logprob} for ids[t] given ids[:t]; position 0 has none.
+        per_position = output.prompt_logprobs[len(prompt_ids):]
+        return [entry[token].logprob for entry, token in zip(per_position, completion_ids)]
+
     def sleep(self, level: int = 1) -> None:
         """Free accelerator memory while another phase (training) needs it.
 

@@ -1,0 +1,92 @@
+"""Sampling from an engine group while the verifier pool checks: the Ray
+plumbing that the loop's phases, the evaluations and the rollout benchmark
+share.
+
+:func:`submit` queues requests (a prompt and the record ids of the samples
+wanted for it) on an engine group in chunks; :func:`stream` hands every
+sample to a callback as its chunk comes back, and every verdict to another
+as the pool answers, so that the pool checks one chunk while the engines
+write the next.  Faults are handled below this: the engine group redoes a
+lost actor's chunks, the pool a lost worker's checks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lean_env.verdict import ProofTask, Verdict
+from sgs.engines import EngineGroup, Sample, SamplingSettings
+
+#: Engine calls per engine and phase: more chunks start verification sooner.
+CHUNKS_PER_ENGINE = 4
+
+
+
+@dataclass
+class Request:
+    """Samples wanted for one prompt: one record id per sample."""
+
+    prompt: str
+    """The prompt as the engine receives it."""
+    sample_ids: list[str]
+    """One record id per sample wanted; their number is the call's n."""
+    item: Any
+    """What the samples are for: a Target or a Problem."""
+
+
+@dataclass
+class Submitted:
+    """Chunks that :func:`submit` queued on one engine group, for :func:`stream`."""
+
+    engine: EngineGroup
+    """The group running the chunks; it redoes a chunk whose actor was lost."""
+    requests: dict[int, list[Request]]
+    """Chunk id -> the requests it answers, in the chunk's prompt order."""
+
+
+def submit(engine: EngineGroup, requests: Sequence[Request], settings: SamplingSettings) -> Submitted:
+    """Queue every request on the engine group, in chunks of a few prompts.
+
+    Requests wanting the same number of samples share one call (a resumed
+    phase may want fewer than k for a few problems).
+    """
+    by_count: dict[int, list[Request]] = {}
+    for request in requests:
+        by_count.setdefault(len(request.sample_ids), []).append(request)
+    submitted = Submitted(engine, {})
+    for n, group in by_count.items():
+        chunk = max(1, math.ceil(len(group) / (len(engine.actors) * CHUNKS_PER_ENGINE)))
+        for key, indices in engine.submit([r.prompt for r in group], replace(settings, n=n), chunk_size=chunk):
+            submitted.requests[key] = [group[i] for i in indices]
+    return submitted
+
+
+def stream(
+    submitted: Submitted,
+    on_sample: Callable[[Request, str, Sample], None],
+    pool: Any = None,
+    on_verdict: Callable[[ProofTask, Verdict], None] | None = None,
+) -> None:
+    """Hand each sample to ``on_sample`` as its chunk returns, and each verdict
+    to ``on_verdict`` as the pool answers, until every chunk is back and every
+    check ``on_sample`` submitted is answered.  Generation and verification
+    overlap: the pool checks one chunk while the engines write the next.
+
+    Engine and verifier faults are handled below this: a lost engine actor's
+    chunks are redone by the group, a lost verifier's checks by the pool.  The
+    group must have no other chunks in flight (one stream at a time).
+    """
+    waiting = dict(submitted.requests)
+    while waiting or (pool is not None and pool.outstanding):
+        checking = pool is not None and pool.outstanding > 0
+        if waiting:
+            for key, chunk in submitted.engine.poll(timeout=0.05 if checking else 1.0):
+                for request, samples in zip(waiting.pop(key), chunk):
+                    for sample_id, sample in zip(request.sample_ids, samples):
+                        on_sample(request, sample_id, sample)
+        if pool is not None and pool.outstanding:
+            for task, verdict in pool.poll(timeout=0.0 if waiting else 1.0):
+                on_verdict(task, verdict)

@@ -1,0 +1,167 @@
+"""Engine faults: lost work is redone, never dropped.
+
+Real engine actors (transformers backend, a tiny random Llama) are killed
+with SIGKILL or frozen with SIGSTOP while they hold chunks.  The group must
+restart them on its current weights, redo their chunks with the same samples
+an undisturbed run gives, stop retrying a chunk that keeps losing its actor,
+and leave alone an actor that is merely busy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+from dataclasses import replace
+
+import pytest
+import ray
+
+from sgs.engines import EngineFailure, EngineGroup, SamplingSettings
+from sgs.engines.hf import TransformersEngine
+from sgs.streaming import CHUNKS_PER_ENGINE, Request, stream, submit
+
+PROMPTS = [f"Lemma l{i} : {i} + 0 = {i}.\nProof." for i in range(8)]
+SETTINGS = SamplingSettings(n=2, max_tokens=24, seed=5)
+
+
+@contextlib.contextmanager
+def engine_group(checkpoint, max_batch_size=64, **options):
+    group = EngineGroup("faults", checkpoint, num_cpus=0.5,
+                        engine_options={"device": "cpu", "max_batch_size": max_batch_size}, **options)
+    try:
+        yield group
+    finally:
+        group.shutdown()
+
+
+def process_id(group: EngineGroup, index: int) -> int:
+    return ray.get(group.actors[index].process_id.remote())
+
+
+def drain(group: EngineGroup) -> dict:
+    """Poll until every submitted chunk is back; {chunk id: samples}, each id once."""
+    chunks = {}
+    while group.outstanding:
+        for key, samples in group.poll(timeout=1.0):
+            assert key not in chunks, f"chunk {key} was handed back twice"
+            chunks[key] = samples
+    return chunks
+
+
+def token_ids(samples_per_prompt) -> list[list[list[int]]]:
+    return [[sample.token_ids for sample in samples] for samples in samples_per_prompt]
+
+
+@pytest.mark.slow
+def test_a_killed_actor_is_restarted_on_the_current_weights_and_its_chunks_redone(
+        ray_session, checkpoint, other_checkpoint):
+    with engine_group(checkpoint, num_engines=2, heartbeat_interval_s=0.5, heartbeat_timeout_s=30.0) as group:
+        group.load_weights(other_checkpoint, policy_version=1)
+        undisturbed = group.generate(PROMPTS, SETTINGS, chunk_size=2)
+        killed = process_id(group, 0)
+
+        submitted = group.submit(PROMPTS, SETTINGS, chunk_size=2)
+        os.kill(killed, signal.SIGKILL)  # actor 0 holds the first and third chunk, neither finished
+        chunks = drain(group)
+
+        assert sorted(chunks) == [key for key, _ in submitted]
+        redone = [[] for _ in PROMPTS]
+        for key, indices in submitted:
+            for index, samples in zip(indices, chunks[key]):
+                redone[index] = samples
+        assert token_ids(redone) == token_ids(undisturbed)
+        assert {sample.policy_version for samples in redone for sample in samples} == {1}
+        assert (group.stats.actor_restarts, group.stats.chunks_resubmitted, group.stats.hung_actors) == (1, 2, 0)
+        # The replacement is a new process under the old name, serving the reloaded weights.
+        assert process_id(group, 0) != killed
+        assert ray.get(ray.get_actor("engine-faults-0").policy_version.remote()) == 1
+        assert group.policy_version == 1
+
+
+@pytest.mark.slow
+def test_a_stopped_actor_misses_its_heartbeat_and_the_loop_still_gets_every_sample(ray_session, checkpoint):
+    with engine_group(checkpoint, num_engines=1, heartbeat_interval_s=0.2, heartbeat_timeout_s=3.0) as group:
+        # The chunks streaming.submit cuts for one engine, so that the seeds agree.
+        undisturbed = group.generate(PROMPTS, SETTINGS, chunk_size=math.ceil(len(PROMPTS) / CHUNKS_PER_ENGINE))
+        stopped = process_id(group, 0)
+        requests = [Request(prompt=p, sample_ids=[f"{i}/a0", f"{i}/a1"], item=i) for i, p in enumerate(PROMPTS)]
+        received = {}
+        try:
+            pending = submit(group, requests, SETTINGS)
+            os.kill(stopped, signal.SIGSTOP)
+            stream(pending, lambda request, sample_id, sample: received.setdefault(sample_id, sample))
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(stopped, signal.SIGKILL)
+
+        assert sorted(received) == sorted(sample_id for r in requests for sample_id in r.sample_ids)
+        assert [[received[f"{i}/a{j}"].token_ids for j in range(2)] for i in range(8)] == token_ids(undisturbed)
+        assert (group.stats.hung_actors, group.stats.actor_restarts) == (1, 1)
+        assert group.stats.chunks_resubmitted == len(pending.requests)
+        assert process_id(group, 0) != stopped
+
+
+@pytest.mark.slow
+def test_a_chunk_that_keeps_losing_its_actor_ends_with_an_error_naming_it(ray_session, checkpoint):
+    with engine_group(checkpoint, num_engines=1, max_chunk_retries=2) as group:
+        [(key, _)] = group.submit(PROMPTS, SamplingSettings(n=4, max_tokens=64, seed=1))
+        with pytest.raises(EngineFailure) as failure:
+            for _ in range(3):  # the first loss and max_chunk_retries more
+                os.kill(process_id(group, 0), signal.SIGKILL)
+                restarts = group.stats.actor_restarts
+                while group.stats.actor_restarts == restarts:
+                    assert group.poll(timeout=1.0) == [], "the chunk came back although its actor was killed"
+        message = str(failure.value)
+        assert "'faults'" in message and f"chunk {key}" in message and "3 times" in message
+        assert message.count("ActorDiedError") == 3
+        # The failed chunk is dropped; the group itself has a fresh actor and keeps working.
+        assert group.outstanding == 0 and group.stats.actor_restarts == 3
+        assert len(group.generate(PROMPTS[:1], SETTINGS)[0]) == 2
+
+
+@pytest.mark.slow
+def test_a_long_generate_with_a_live_heartbeat_is_not_killed(ray_session, checkpoint):
+    # Heartbeats every 0.2 s may go unanswered for 1 s; the one chunk below runs
+    # far longer: 64 samples of up to 100 tokens decoded one sample at a time
+    # (several seconds here).
+    with engine_group(checkpoint, max_batch_size=1, num_engines=1, heartbeat_interval_s=0.2,
+                      heartbeat_timeout_s=1.0) as group:
+        before = process_id(group, 0)
+        prompts = PROMPTS * 2
+        results = group.generate(prompts, SamplingSettings(n=4, max_tokens=100, seed=2))
+        assert [len(samples) for samples in results] == [4] * len(prompts)
+        assert (group.stats.actor_restarts, group.stats.hung_actors) == (0, 0)
+        assert process_id(group, 0) == before
+
+
+def test_an_engine_error_is_raised_not_mistaken_for_a_lost_actor(ray_session, checkpoint):
+    with engine_group(checkpoint, num_engines=1, heartbeat_interval_s=0.5, heartbeat_timeout_s=30.0) as group:
+        with pytest.raises(ValueError, match="max_model_len"):
+            group.generate(["Theorem " * 200], SETTINGS)
+        assert group.outstanding == 0 and group.stats.actor_restarts == 0
+        assert len(group.generate(PROMPTS[:1], SETTINGS)[0]) == 2
+
+
+@pytest.mark.slow
+def test_load_weights_restarts_a_dead_actor_on_the_new_checkpoint(ray_session, checkpoint, other_checkpoint):
+    with engine_group(checkpoint, num_engines=2, heartbeat_interval_s=0.5, heartbeat_timeout_s=30.0) as group:
+        killed = process_id(group, 1)
+        os.kill(killed, signal.SIGKILL)
+        group.load_weights(other_checkpoint, policy_version=1)
+        assert group.stats.actor_restarts == 1 and process_id(group, 1) != killed
+        assert group.policy_version == 1
+        # The restarted actor (it runs the second chunk) samples what an engine on the new checkpoint does.
+        remote = group.generate(PROMPTS[:4], SETTINGS, chunk_size=2)
+        local = TransformersEngine(other_checkpoint, device="cpu")
+        expected = local.generate(PROMPTS[2:4], replace(SETTINGS, seed=SETTINGS.seed + 2))
+        assert token_ids(remote[2:4]) == token_ids(expected)
+        # Both actors serve the new weights, and keep them through sleep / wake_up.
+        probe = (expected[0][0].prompt_token_ids, expected[0][0].token_ids)
+        served = group.served_logprobs(*probe)
+        assert len(served) == 2
+        assert all(logprobs == pytest.approx(local.logprobs_of(*probe), abs=1e-5) for logprobs in served)
+        group.sleep()
+        group.wake_up()
+        assert token_ids(group.generate(PROMPTS[:4], SETTINGS, chunk_size=2)) == token_ids(remote)

@@ -1,0 +1,1 @@
+"""Set-up, data and analysis scripts (``python -m tools.report`` among them)."""

@@ -1,0 +1,12 @@
+"""The run report command: ten PNG figures and one page for one or more runs.
+
+    python -m tools.report RUN_DIR [RUN_DIR ...] [--out DIR] [--min-generations N] [--format md|html]
+
+The code is :mod:`sgs.report` (see its docstring for the figures); this is
+its command-line entry point.
+"""
+
+from sgs.report import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())
