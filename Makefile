@@ -25,8 +25,10 @@ test: setup
 test-fast: setup
 	RAY_AUTH_MODE=disabled $(PY) -m pytest tests -q -m "not slow" $(PYTEST_ARGS)
 
+# every benchmark; each prints its table and, last, its ratio (figures in benchmarks/README.md)
 bench: setup
-	RAY_AUTH_MODE=disabled $(PY) benchmarks/verifier.py
+	for script in verifier generation rollout learner; do \
+	    RAY_AUTH_MODE=disabled $(PY) benchmarks/$$script.py || exit 1; done
 
 clean:
 	rm -rf .venv runs .pytest_cache

@@ -634,7 +634,8 @@ def plot_solve_rate(runs: Sequence[RunData], labels: Sequence[str], curves: Sequ
         _empty(ax, "no run has a finished iteration")
     caption = ("Share of the training targets solved at least once, against cumulative generations (log scale). "
                "Solid thin line: the scaling-law fit R(C) = R0 + (A − R0)/(1 + (C_mid/C)^B) "
-               f"on the points at or above {min_generations:,} generations (dotted line); dashed line: its "
+               f"on the points at or above {min_generations:,} generations (dotted line), re-centred there as "
+               "in the paper (C counted from the first point past the cut, R0 the rate there); dashed line: its "
                "asymptote A; shaded band: 5th–95th percentile of A over 100 random-half refits.")
     return Plot(_save(fig, out_dir, "solve_rate.png"), "Cumulative solve rate against generations", caption, notes)
 

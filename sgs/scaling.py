@@ -5,15 +5,18 @@ The model is a sigmoid in log compute::
     R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B)
 
 where C is the run's cumulative number of generations, R(C) the cumulative
-solve rate on the targets after C generations, R0 the first observed rate of
-the run (the first point of the curve, not a free parameter), A the asymptotic
+solve rate on the targets after C generations, R0 the initial rate (an
+observed rate, not a free parameter; see the re-centring below), A the asymptotic
 rate, C_mid the midpoint (R is half-way from R0 to A there) and B how fast the
 curve approaches A.  Written as ``R0 + (A - R0) * sigmoid(B * (ln C - ln C_mid))``
 it can be evaluated without overflow for any C >= 0.
 
 The fit.  Points below ``min_generations`` (100,000 by default) are dropped:
 the first iterations gain fast in a way that is not representative of the
-longer trend and would dominate the fit.  A, C_mid and B are then fitted by
+longer trend and would dominate the fit.  The rest is re-centred, as the
+paper does: C is counted from the first point past the cut and R0 is the
+rate there, so the fit models the gains after the low-compute phase
+(``recenter=False`` keeps the run's own C and its first rate as R0).  A, C_mid and B are then fitted by
 least squares (``scipy.optimize.curve_fit``) with:
 
 - A in [R0, 1]: rates are shares of the targets, so the asymptote cannot
@@ -130,15 +133,19 @@ class ScalingFit:
     """Generations of the last point used; beyond it the curve is extrapolation."""
     rmse: float
     """Root mean square residual of the fit over the points used, in rate units."""
+    origin: float = 0.0
+    """Generations where the fitted curve starts (C is counted from here): the
+    first point past the cut for a re-centred fit, 0 otherwise."""
 
     def predict(self, generations: ArrayLike) -> np.ndarray:
-        """The fitted rate at each of ``generations``."""
-        return scaling_curve(generations, r0=self.r0, asymptote=self.asymptote,
+        """The fitted rate at each of ``generations`` (R0 at and before the origin)."""
+        shifted = np.maximum(np.asarray(generations, dtype=float) - self.origin, 0.0)
+        return scaling_curve(shifted, r0=self.r0, asymptote=self.asymptote,
                              c_mid=self.c_mid, exponent=self.exponent)
 
     def to_json(self) -> dict:
         return {"r0": self.r0, "asymptote": self.asymptote, "c_mid": self.c_mid, "exponent": self.exponent,
-                "points": self.points, "min_generations": self.min_generations,
+                "origin": self.origin, "points": self.points, "min_generations": self.min_generations,
                 "first_generations": self.first_generations, "last_generations": self.last_generations,
                 "rmse": self.rmse}
 
@@ -168,13 +175,19 @@ def _check_min_generations(min_generations: int) -> None:
 
 
 def _least_squares_fit(generations: np.ndarray, rates: np.ndarray, *, r0: float,
-                       min_generations: int) -> ScalingFit:
-    """Fit A, C_mid and B to points that are all past the cut, R0 held fixed.
+                       min_generations: int, origin: float = 0.0) -> ScalingFit:
+    """Fit A, C_mid and B to points that are all past the cut, R0 held fixed,
+    with C counted from ``origin`` (the point at the origin itself is R0 by
+    construction and adds nothing to the least squares).
 
     Needs r0 < 1 and at least ``MIN_FIT_POINTS`` points (the callers check
     both, each with its own reason).  Raises ``FitRefusal`` when the solver
     does not converge or the fitted curve is flat.
     """
+    used = len(rates)
+    beyond = generations > origin
+    first, last = float(generations[0]), float(generations[-1])
+    generations, rates = generations[beyond] - origin, rates[beyond]
     log_generations = np.log(generations)
 
     def model(log_c: np.ndarray, asymptote: float, log_c_mid: float, log_exponent: float) -> np.ndarray:
@@ -190,43 +203,46 @@ def _least_squares_fit(generations: np.ndarray, rates: np.ndarray, *, r0: float,
             params, _ = curve_fit(model, log_generations, rates, p0=start, bounds=bounds,
                                   max_nfev=MAX_FUNCTION_EVALUATIONS)
         except RuntimeError as error:
-            raise FitRefusal(f"the least-squares fit did not converge on {len(rates)} points: {error}") from None
+            raise FitRefusal(f"the least-squares fit did not converge on {used} points: {error}") from None
     asymptote, log_c_mid, log_exponent = (float(p) for p in params)
     if asymptote - r0 <= 1e-9:  # rates are shares, so an absolute tolerance
         raise FitRefusal(f"the fitted asymptote equals R0 = {r0:.4f}: the curve does not rise past the cut, "
                          f"so C_mid and B are undetermined")
     residuals = rates - model(log_generations, asymptote, log_c_mid, log_exponent)
     return ScalingFit(r0=r0, asymptote=asymptote, c_mid=math.exp(log_c_mid), exponent=math.exp(log_exponent),
-                      points=len(rates), min_generations=min_generations,
-                      first_generations=float(generations[0]), last_generations=float(generations[-1]),
-                      rmse=float(np.sqrt(np.mean(residuals ** 2))))
+                      points=used, min_generations=min_generations, first_generations=first,
+                      last_generations=last, rmse=float(np.sqrt(np.mean(residuals ** 2))), origin=origin)
 
 
 def fit_scaling_law(generations: ArrayLike, rates: ArrayLike, *, r0: float | None = None,
-                    min_generations: int = DEFAULT_MIN_GENERATIONS) -> ScalingFit:
+                    min_generations: int = DEFAULT_MIN_GENERATIONS, recenter: bool = True) -> ScalingFit:
     """Fit the scaling law to a run's curve (cumulative generations and
     cumulative solve rates, in iteration order).
 
-    R0 is ``r0`` when given, else the curve's first rate.  Points below
-    ``min_generations`` are left out of the fit.  Raises ``FitRefusal`` when
-    the data do not support a fit, ``ValueError`` when they are not a curve.
+    Points below ``min_generations`` are left out of the fit.  ``recenter``
+    (the paper's protocol) counts C from the first point past the cut and
+    takes R0 there: the fit models the gains after the low-compute phase.
+    Otherwise C is the run's own count and R0 the curve's first rate.  An
+    explicit ``r0`` replaces either.  Raises ``FitRefusal`` when the data do
+    not support a fit, ``ValueError`` when they are not a curve.
     """
     _check_min_generations(min_generations)
     c, r = _checked_curve(generations, rates)
-    if r0 is None:
-        if len(r) == 0:
-            raise FitRefusal("the curve has no points")
-        r0 = float(r[0])
-    elif not 0.0 <= r0 <= 1.0:
+    if r0 is not None and not 0.0 <= r0 <= 1.0:
         raise ValueError(f"r0 must lie in [0, 1], got {r0}")
-    if r0 >= 1.0:
-        raise FitRefusal("R0 is already 1: every target was solved at the first point, there is no gain to fit")
+    if len(r) == 0:
+        raise FitRefusal("the curve has no points")
     past_cut = c >= min_generations
     kept = int(past_cut.sum())
+    origin = float(c[past_cut][0]) if recenter and kept else 0.0
+    if r0 is None:
+        r0 = float(r[past_cut][0]) if recenter and kept else float(r[0])
+    if r0 >= 1.0:
+        raise FitRefusal("R0 is already 1: every target was solved at the start, there is no gain to fit")
     if kept < MIN_FIT_POINTS:
         raise FitRefusal(f"only {kept} of the {len(c)} points are at or above {min_generations:,} generations; "
                          f"{_NEEDED}")
-    return _least_squares_fit(c[past_cut], r[past_cut], r0=r0, min_generations=min_generations)
+    return _least_squares_fit(c[past_cut], r[past_cut], r0=r0, min_generations=min_generations, origin=origin)
 
 
 @dataclass(frozen=True)
@@ -326,14 +342,15 @@ class FitReport:
 
 
 def _truncated_refit(generations: np.ndarray, rates: np.ndarray, fraction: float, *, r0: float,
-                     min_generations: int) -> TruncatedRefit:
+                     min_generations: int, origin: float) -> TruncatedRefit:
     # Round half up: int(x + 0.5), not Python's round-half-to-even.
     kept = len(rates) - int(len(rates) * fraction + 0.5)
     if kept < MIN_FIT_POINTS:
         return TruncatedRefit(fraction, kept, None, f"dropping the last {fraction:.0%} of {len(rates)} points "
                                                     f"leaves {kept}; {_NEEDED}")
     try:
-        fit = _least_squares_fit(generations[:kept], rates[:kept], r0=r0, min_generations=min_generations)
+        fit = _least_squares_fit(generations[:kept], rates[:kept], r0=r0, min_generations=min_generations,
+                                 origin=origin)
     except FitRefusal as refusal:
         return TruncatedRefit(fraction, kept, None, refusal.reason)
     return TruncatedRefit(fraction, kept, fit, None)
@@ -341,8 +358,9 @@ def _truncated_refit(generations: np.ndarray, rates: np.ndarray, fraction: float
 
 def fit_with_robustness(generations: ArrayLike, rates: ArrayLike, *,
                         min_generations: int = DEFAULT_MIN_GENERATIONS, subsets: int = 100,
-                        seed: int = 0) -> FitReport:
-    """The main fit of a curve plus the truncated and random-subset refits.
+                        seed: int = 0, recenter: bool = True) -> FitReport:
+    """The main fit of a curve plus the truncated and random-subset refits,
+    all with the main fit's R0 and origin (see :func:`fit_scaling_law`).
 
     Never raises for lack of data: a refused fit is a report with its reason.
     Raises ``ValueError`` when the input is not a curve.
@@ -353,16 +371,17 @@ def fit_with_robustness(generations: ArrayLike, rates: ArrayLike, *,
     c, r = _checked_curve(generations, rates)
     past_cut = c >= min_generations
     c_cut, r_cut = c[past_cut], r[past_cut]
-    r0 = float(r[0]) if len(r) else None
+    r0 = float(r_cut[0]) if recenter and len(r_cut) else float(r[0]) if len(r) else None
     base = dict(points=len(c), points_past_cut=len(c_cut), min_generations=min_generations, r0=r0,
                 subsets=subsets, seed=seed)
     try:
-        fit = fit_scaling_law(c, r, min_generations=min_generations)
+        fit = fit_scaling_law(c, r, min_generations=min_generations, recenter=recenter)
     except FitRefusal as refusal:
         return FitReport(**base, fit=None, reason=refusal.reason, truncated={}, subset_asymptotes=(),
                          subset_failures=(), subsets_skipped=None, asymptote_spread=None)
 
-    truncated = {fraction: _truncated_refit(c_cut, r_cut, fraction, r0=fit.r0, min_generations=min_generations)
+    truncated = {fraction: _truncated_refit(c_cut, r_cut, fraction, r0=fit.r0, min_generations=min_generations,
+                                            origin=fit.origin)
                  for fraction in TRUNCATION_FRACTIONS}
 
     half = (len(c_cut) + 1) // 2
@@ -377,7 +396,7 @@ def fit_with_robustness(generations: ArrayLike, rates: ArrayLike, *,
             chosen = np.sort(rng.choice(len(c_cut), size=half, replace=False))  # sorted keeps C non-decreasing
             try:
                 asymptotes.append(_least_squares_fit(c_cut[chosen], r_cut[chosen], r0=fit.r0,
-                                                     min_generations=min_generations).asymptote)
+                                                     min_generations=min_generations, origin=fit.origin).asymptote)
             except FitRefusal as refusal:
                 failures.append(refusal.reason)
     return FitReport(**base, fit=fit, reason=None, truncated=truncated, subset_asymptotes=tuple(asymptotes),

@@ -25,13 +25,23 @@ R0, A, C_MID, B = 0.3, 0.8, 3e5, 1.2
 
 
 def synthetic_curve(points: int = 40, noise: float = 0.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """A run following the known law from 1e4 to 3e6 generations, its first
-    rate being R0 (the model's R0 is the first observed rate)."""
+    """A run from 1e4 to 3e6 generations that follows the known law re-centred
+    at its first point past the 100k cut (the paper's protocol): R0 there,
+    C counted from there; before it, a fast early rise to R0."""
     generations = np.geomspace(1e4, 3e6, points)
-    rates = scaling_curve(generations, r0=R0, asymptote=A, c_mid=C_MID, exponent=B)
+    origin = origin_of(generations)
+    rates = np.where(generations >= origin,
+                     scaling_curve(np.maximum(generations - origin, 0.0), r0=R0, asymptote=A, c_mid=C_MID,
+                                   exponent=B),
+                     np.linspace(0.1, R0, points))
     rates = rates + np.random.default_rng(seed).normal(0.0, noise, points)
-    rates[0] = R0
+    rates[generations == origin] = R0
     return generations, rates
+
+
+def origin_of(generations: np.ndarray) -> float:
+    """The first point at or past the 100k cut."""
+    return float(generations[generations >= 100_000][0])
 
 
 def write_run(run_dir, generations, rates) -> None:
@@ -69,7 +79,19 @@ def test_noiseless_curve_recovers_the_parameters():
     past_cut = generations[generations >= 100_000]
     assert fit.points == len(past_cut) == 24
     assert (fit.first_generations, fit.last_generations) == (past_cut[0], past_cut[-1])
-    assert fit.predict([C_MID, 1e12]) == pytest.approx([(R0 + A) / 2, A], abs=1e-5)
+    assert fit.origin == origin_of(generations)
+    assert fit.predict([fit.origin, fit.origin + C_MID, 1e12]) == pytest.approx([R0, (R0 + A) / 2, A], abs=1e-5)
+
+
+def test_without_recentering_c_is_the_runs_own_count_and_r0_its_first_rate():
+    generations = np.geomspace(1e4, 3e6, 40)
+    rates = scaling_curve(generations, r0=R0, asymptote=A, c_mid=C_MID, exponent=B)
+    rates[0] = R0
+    fit = fit_scaling_law(generations, rates, recenter=False)
+    assert (fit.r0, fit.origin) == (R0, 0.0)
+    assert fit.asymptote == pytest.approx(A, rel=1e-5) and fit.c_mid == pytest.approx(C_MID, rel=1e-4)
+    assert fit.exponent == pytest.approx(B, rel=1e-4)
+    assert fit_with_robustness(generations, rates, recenter=False).fit == fit
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -99,13 +121,13 @@ def test_the_cut_is_configurable_and_keeps_a_point_exactly_at_it():
         fit_scaling_law(generations, rates, min_generations=200_001)
 
 
-def test_r0_is_the_first_point_before_the_cut_unless_given():
+def test_r0_is_the_rate_at_the_first_point_past_the_cut_unless_given():
     generations, rates = synthetic_curve()
-    assert generations[0] < 100_000
+    assert generations[0] < 100_000 and rates[0] != R0
     assert fit_scaling_law(generations, rates).r0 == R0
     fit = fit_scaling_law(generations, rates, r0=0.25)
     assert fit.r0 == 0.25
-    assert fit.predict([0.0]) == pytest.approx([0.25])
+    assert fit.predict([0.0, fit.origin]) == pytest.approx([0.25, 0.25])
 
 
 def test_too_few_points_past_the_cut_is_refused_with_the_counts():
@@ -118,7 +140,8 @@ def test_too_few_points_past_the_cut_is_refused_with_the_counts():
     report = fit_with_robustness(generations, rates)
     assert report.fit is None
     assert report.reason == refused.value.reason
-    assert (report.points, report.points_past_cut, report.r0) == (8, 5, 0.3)
+    # R0 is the rate at the first point past the cut, 1e5.
+    assert (report.points, report.points_past_cut, report.r0) == (8, 5, pytest.approx(rates[3]))
     assert report.truncated == {} and report.subset_asymptotes == () and report.asymptote_spread is None
 
 
@@ -325,11 +348,11 @@ def test_command_on_a_sweep_with_json_output(tmp_path, capsys):
     write_run(tmp_path / "sweep" / "0", *synthetic_curve())
     write_run(tmp_path / "sweep" / "1", [1000], [0.1])
     out_file = tmp_path / "fits.json"
-    options = ["--subsets", "3", "--min-generations", "200000", "--json", str(out_file)]
+    options = ["--subsets", "3", "--json", str(out_file)]
     assert main([str(tmp_path / "sweep"), *options]) == 0
     out = capsys.readouterr().out
-    assert f"{tmp_path / 'sweep' / '0'}: 40 points, 19 at or above 200,000 generations" in out
-    assert f"{tmp_path / 'sweep' / '1'}: 1 point, 0 at or above 200,000 generations" in out
+    assert f"{tmp_path / 'sweep' / '0'}: 40 points, 24 at or above 100,000 generations" in out
+    assert f"{tmp_path / 'sweep' / '1'}: 1 point, 0 at or above 100,000 generations" in out
     data = json.loads(out_file.read_text())
     assert list(data) == [str(tmp_path / "sweep" / "0"), str(tmp_path / "sweep" / "1")]
     assert data[str(tmp_path / "sweep" / "0")]["fit"]["asymptote"] == pytest.approx(A, rel=1e-4)
