@@ -50,6 +50,7 @@ off (``scale_wrt_gas=False``): the global normaliser already covers it.
 from __future__ import annotations
 
 import glob
+import json
 import math
 import os
 import random
@@ -78,6 +79,7 @@ OBJECTIVES: tuple[str, ...] = ("reinforce", "reinforce_half", "ei", "cispo", "co
 Strategy = Literal["auto", "ddp", "deepspeed"]
 STRATEGIES: tuple[str, ...] = ("auto", "ddp", "deepspeed")
 
+PROBE_FILE = "sgs_probe_logprobs.json"  # rank 0's probe log-probs, inside the new checkpoint until read
 OPTIMIZER_FILE = "optimizer.pt"  # DDP's persisted Adam state, inside a checkpoint dir
 DEEPSPEED_DIR = "deepspeed"  # DeepSpeed's engine checkpoint (the ZeRO-2 optimizer shards), inside a checkpoint dir
 DEEPSPEED_TAG = "state"  # the one tag saved under DEEPSPEED_DIR
@@ -636,8 +638,7 @@ def _train_worker(config: dict[str, Any]) -> None:
         "num_steps": len(steps),
         "train_seconds": seconds,
     }
-    if config["probe"] is not None and rank == 0:
-        metrics["probe_logprobs"] = probe_logprobs(model, update, *config["probe"])
+    probe = probe_logprobs(model, update, *config["probe"]) if config["probe"] is not None and rank == 0 else None
 
     with tempfile.TemporaryDirectory() as directory:
         wrote = False
@@ -648,6 +649,10 @@ def _train_worker(config: dict[str, Any]) -> None:
         if rank == 0:
             # `model` is the module DDP or the engine wraps; after the step every rank holds all its weights.
             model.to(save_dtype).save_pretrained(directory)
+            if probe is not None:
+                # A file, not a metric: Ray Train prints every reported metric.
+                with open(os.path.join(directory, PROBE_FILE), "w") as handle:
+                    json.dump(probe, handle)
             if settings.resolved_strategy == "ddp" and persist:
                 torch.save(optimizer.state_dict(), os.path.join(directory, OPTIMIZER_FILE))
             wrote = True
@@ -755,8 +760,18 @@ def train(
             train_seconds=reported["train_seconds"],
             tokens_per_second=reported["num_tokens"] / max(reported["train_seconds"], 1e-9),
         ),
-        probe_logprobs=reported.get("probe_logprobs"),
+        probe_logprobs=_read_probe(output_dir) if probe is not None else None,
     )
+
+
+def _read_probe(checkpoint_dir: str) -> list[float]:
+    """The probe log-probs rank 0 saved beside the weights (the file is then removed:
+    the checkpoint stays a plain Hugging Face directory)."""
+    path = os.path.join(checkpoint_dir, PROBE_FILE)
+    with open(path) as handle:
+        values = json.load(handle)
+    os.remove(path)
+    return values
 
 
 def _zero_metrics() -> TrainMetrics:

@@ -22,6 +22,7 @@ from sgs.learner import (
     DEEPSPEED_DIR,
     DEEPSPEED_TAG,
     OPTIMIZER_FILE,
+    PROBE_FILE,
     STAGING_DIR,
     TrainExample,
     TorchUpdate,
@@ -288,6 +289,7 @@ def reference_run(ray_cluster, checkpoint, reference_examples, tmp_path_factory)
                 examples, base_checkpoint=checkpoint, objective="reinforce",
                 settings=reference_settings(strategy, max_seq_len), output_dir=str(output_dir),
                 run_name=f"test-learner-{strategy}-{uuid.uuid4().hex[:8]}",
+                probe=(examples[0].prompt_ids, examples[0].completion_ids),
             )
         return results[strategy]
 
@@ -337,6 +339,10 @@ def test_training_raises_likelihood_and_writes_a_loadable_checkpoint(
     engine.load_weights(result.checkpoint_dir, policy_version=1)
     after = [sum(engine.logprobs_of(e.prompt_ids, e.completion_ids)) for e in trained]
     assert all(a > b + 1.0 for a, b in zip(after, before)), (before, after)
+    # The learner's probe log-probs are those of the weights it saved (fp32 both sides here).
+    probe = (examples[0].prompt_ids, examples[0].completion_ids)
+    assert result.probe_logprobs == pytest.approx(engine.logprobs_of(*probe), abs=1e-4)
+    assert PROBE_FILE not in files  # read and removed: the checkpoint is plain Hugging Face
 
     metrics = result.metrics
     assert metrics.num_examples == 5
