@@ -395,6 +395,13 @@ class ResourcesConfig:
     #: vLLM sleep level: 1 keeps the weights in host memory, 2 drops them
     #: (they are reloaded from the new checkpoint on waking; less host memory).
     engine_sleep_level: int = 1
+    #: An engine actor with work in flight that leaves its heartbeat (a
+    #: thread of its own, answered during generation) unanswered this long is
+    #: declared hung, killed and restarted, and its chunks are redone.
+    engine_heartbeat_timeout_s: float = 60.0
+    #: The same limit for a restarted engine's first answer, which comes once
+    #: it has loaded its model (a 7B model from disk takes minutes).
+    engine_restart_timeout_s: float = 900.0
     #: One GPU node shared by engines and learner: the engines then reserve
     #: no Ray GPU (the learner's ranks hold them all while training) and are
     #: pinned round-robin to the node's GPUs through CUDA_VISIBLE_DEVICES;
@@ -594,6 +601,8 @@ def resolve_source_path(source: str) -> Path | None:
 # --------------------------------------------------------------------------
 
 
+#: Seconds between heartbeats of an engine actor with work in flight.
+ENGINE_HEARTBEAT_INTERVAL_S = 5.0
 #: What a run does with conjectures that state a benchmark problem.
 CONTAMINATION_MODES = ("exclude", "flag")
 #: Ray placement group strategies.
@@ -843,6 +852,10 @@ def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
         _at_least(problems, f"resources.{key}", getattr(resources, key), 0.0)
 
     _choice(problems, "resources.engine_sleep_level", resources.engine_sleep_level, (1, 2))
+    for key in ("engine_heartbeat_timeout_s", "engine_restart_timeout_s"):
+        if not getattr(resources, key) > ENGINE_HEARTBEAT_INTERVAL_S:
+            problems.append(f"resources.{key}={getattr(resources, key)!r} must exceed the heartbeat interval "
+                            f"({ENGINE_HEARTBEAT_INTERVAL_S:g} s)")
     if resources.colocate_engines_with_learner and resources.gpus_per_engine > 0:
         problems.append("resources.colocate_engines_with_learner=true pins engines to GPUs outside Ray's "
                         "accounting (the learner holds the GPUs); set resources.gpus_per_engine=0")

@@ -812,6 +812,16 @@ class Loop:
             numbers[f"eval/pass@{k}_ci_high"] = estimate["ci_high"]
         return numbers
 
+    def _fault_counts(self) -> dict[str, int]:
+        """Actors lost and work redone since this driver started (a resumed run starts again from 0)."""
+        counts = {"faults/verifier_restarts": self.rt.pool.stats.workers_restarted,
+                  "faults/verifier_requeued": self.rt.pool.stats.requeued}
+        for role, group in self.rt.engines.items():
+            counts[f"faults/engine_restarts/{role}"] = group.stats.actor_restarts
+            counts[f"faults/engine_hung/{role}"] = group.stats.hung_actors
+            counts[f"faults/chunks_resubmitted/{role}"] = group.stats.chunks_resubmitted
+        return counts
+
     def _benchmark_matches(self, iteration: int) -> int:
         """Conjectures of ``iteration`` that state a benchmark problem, excluded or let through."""
         return sum(c.extraction_error == MATCHES_BENCHMARK
@@ -841,6 +851,7 @@ class Loop:
             training=self._training_numbers(iteration),
         )
         metrics["conjectures_matching_benchmark"] = self._benchmark_matches(iteration)
+        metrics.update(self._fault_counts())
         metrics.update(self._periodic_evaluation(iteration))
         best_so_far = max((m["cumulative_solve_rate"] for m in self.store.metrics()), default=None)
         self.store.append_metrics(metrics)

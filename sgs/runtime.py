@@ -24,7 +24,7 @@ import ray
 from lean_env.backends import BackendSpec
 from lean_env.cache import VerdictCache
 from lean_env.pool import VerifierPool
-from sgs.config import ProverConfig, RoleSampling, SGSConfig, warmstart_enabled
+from sgs.config import ENGINE_HEARTBEAT_INTERVAL_S, ProverConfig, RoleSampling, SGSConfig, warmstart_enabled
 from sgs.engines import EngineGroup, SamplingSettings
 from sgs.learner import TrainSettings
 from sgs.models import ModelPaths, resolve_model_paths
@@ -276,6 +276,9 @@ def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint],
                 num_gpus=res.gpus_per_engine,
                 placement_strategy=res.engine_placement,
                 gpu_ids=pinned.get(role),
+                heartbeat_interval_s=ENGINE_HEARTBEAT_INTERVAL_S,
+                heartbeat_timeout_s=res.engine_heartbeat_timeout_s,
+                load_timeout_s=res.engine_restart_timeout_s,
             )
         pool = VerifierPool(
             backend_spec(cfg.prover),

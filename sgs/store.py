@@ -103,6 +103,8 @@ RESUMABLE_CONFIG_KEYS = (
     "resources.verifier_node_resource",
     "resources.sleep_engines_during_training",
     "resources.engine_sleep_level",
+    "resources.engine_heartbeat_timeout_s",
+    "resources.engine_restart_timeout_s",
     "evaluation.k",
     "evaluation.ks",
     "evaluation.samples_per_problem",

@@ -254,6 +254,7 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
          "the generation engines need 64 GPUs"),
         (["resources=gpu_node", "resources.gpus_per_engine=1"], "set resources.gpus_per_engine=0"),
         (["resources.engine_placement=EVERYWHERE"], "resources.engine_placement='EVERYWHERE' is not one of PACK"),
+        (["resources.engine_heartbeat_timeout_s=2"], "resources.engine_heartbeat_timeout_s=2.0 must exceed"),
         (["logging.wandb_mode=cloud"], "logging.wandb_mode='cloud' is not one of auto, offline, online, disabled"),
         (["iterations=0"], "iterations=0 must be at least 1"),
         (["warmstart.mode=sometimes"], "warmstart.mode='sometimes' is not one of auto, always, never"),

@@ -427,6 +427,8 @@ def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: in
     assert metrics[-1]["generations"] == total == store.generations()
     assert metrics[-1]["cumulative_solve_rate"] == store.solved_registry.cumulative_solve_rate()
     assert metrics[-1]["system_error_rate"] == 0.0
+    # Nothing was lost in these runs (the fault tests live in test_engine_faults and test_pool).
+    assert metrics[-1]["faults/engine_restarts/solver"] == metrics[-1]["faults/verifier_restarts"] == 0
     return store
 
 
