@@ -165,3 +165,17 @@ def test_load_weights_restarts_a_dead_actor_on_the_new_checkpoint(ray_session, c
         group.sleep()
         group.wake_up()
         assert token_ids(group.generate(PROMPTS[:4], SETTINGS, chunk_size=2)) == token_ids(remote)
+
+
+def test_colocated_engines_see_only_their_pinned_gpu_also_after_a_restart(ray_session, checkpoint):
+    # No GPU here: what is checked is the pinning itself, which Ray would otherwise reset to "" for
+    # actors that reserve no GPU.
+    with engine_group(checkpoint, num_engines=2, gpu_ids=[3, 5], heartbeat_interval_s=0.5,
+                      heartbeat_timeout_s=30.0) as group:
+        assert [ray.get(actor.visible_gpus.remote()) for actor in group.actors] == ["3", "5"]
+        os.kill(process_id(group, 1), signal.SIGKILL)
+        group.load_weights(checkpoint, policy_version=1)
+        assert group.stats.actor_restarts == 1
+        assert ray.get(group.actors[1].visible_gpus.remote()) == "5"
+    with pytest.raises(ValueError, match="give 2 ids and num_gpus=0"):
+        EngineGroup("solver", checkpoint, num_engines=2, gpu_ids=[0])

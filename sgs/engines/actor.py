@@ -81,11 +81,17 @@ class EngineActor:
     their own, so they answer while a long ``generate`` is running."""
 
     def __init__(
-        self, backend: str, model_path: str, options: dict[str, Any], weights: tuple[str, int] | None = None
+        self, backend: str, model_path: str, options: dict[str, Any], weights: tuple[str, int] | None = None,
+        gpu_id: int | None = None,
     ) -> None:
         """Build the engine from ``model_path``; ``weights`` = (checkpoint dir,
         policy version) then loads a later checkpoint, as a restarted actor
-        must (the same steps its predecessor went through)."""
+        must (the same steps its predecessor went through).  ``gpu_id`` pins a
+        colocated engine to one GPU that Ray did not assign it."""
+        if gpu_id is not None:
+            # Before anything initialises CUDA.  Ray sets the variable for actors
+            # that reserve no GPU to "" (none), whatever the runtime env says.
+            os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_id)
         self._engine = build_engine(backend, model_path, **options)
         if weights is not None:
             self._engine.load_weights(*weights)
@@ -119,6 +125,11 @@ class EngineActor:
     def process_id(self) -> int:
         """The actor's operating-system process id (for fault-injection tests)."""
         return os.getpid()
+
+    @ray.method(concurrency_group=CONTROL_GROUP)
+    def visible_gpus(self) -> str | None:
+        """The actor's CUDA_VISIBLE_DEVICES (for diagnostics and tests)."""
+        return os.environ.get("CUDA_VISIBLE_DEVICES")
 
 
 class EngineFailure(RuntimeError):
@@ -535,17 +546,14 @@ class EngineGroup:
 
     def _start_actor(self, index: int) -> ray.actor.ActorHandle:
         """Create actor ``index`` in its bundle, on the group's current weights."""
-        pinned = {}
-        if self._gpu_ids is not None:
-            pinned["runtime_env"] = {"env_vars": {"CUDA_VISIBLE_DEVICES": str(self._gpu_ids[index])}}
         return EngineActor.options(
             name=f"engine-{self.role}-{index}",
             **self._resources,
-            **pinned,
             scheduling_strategy=PlacementGroupSchedulingStrategy(
                 placement_group=self._placement_group, placement_group_bundle_index=index
             ),
-        ).remote(self._backend, self._model_path, self._engine_options, self._weights)
+        ).remote(self._backend, self._model_path, self._engine_options, self._weights,
+                 None if self._gpu_ids is None else self._gpu_ids[index])
 
     def _restart(self, index: int) -> None:
         # Killing frees the name at once (a process that died on its own keeps
