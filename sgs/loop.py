@@ -51,6 +51,7 @@ phases themselves only decide what to sample and what to make of the results.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -234,6 +235,9 @@ class EarlyReviews:
     review phase finds it there and generates only what is missing.
     """
 
+    #: Seconds between polls of the Guide engines while proofs stream in.
+    COLLECT_INTERVAL_S = 0.5
+
     def __init__(self, guide: EngineGroup, settings: SamplingSettings, cache: SampleCache,
                  prompt: Callable[[str], str], key: Callable[[str, str], str], samples_per_problem: int):
         self.guide = guide
@@ -245,6 +249,7 @@ class EarlyReviews:
         self.tokens = 0
         self._attempts: dict[str, list[Attempt]] = {}
         self._pending: dict[int, str] = {}  # chunk id -> cache key
+        self._collected = time.monotonic()
 
     def add(self, attempt: Attempt) -> None:
         """One finished attempt; a conjecture's last one may start its review."""
@@ -256,10 +261,13 @@ class EarlyReviews:
             rate = M.solve_rates(attempts).get(attempt.problem_id)
             if rate is not None and 0.0 < rate < 1.0:
                 self._start(attempt.problem_id)
-        self.collect()
+        # Called for every attempt: poll the Guide only now and then (each poll is a Ray call).
+        if time.monotonic() - self._collected >= self.COLLECT_INTERVAL_S:
+            self.collect()
 
     def collect(self, timeout: float = 0.0) -> None:
         """Cache the reviews that are back (waiting up to ``timeout`` for the first)."""
+        self._collected = time.monotonic()
         if not self._pending:
             return
         for chunk, [[sample]] in self.guide.poll(timeout):
@@ -435,10 +443,8 @@ class Loop:
                 log.warning("iteration %d %s: reused %d cached samples of an interrupted run", iteration, phase,
                             reused)
             waiting = sum(len(request.sample_ids) for request in fresh)
-            if on_verdict is None:
-                stream(submit(self.rt.engines[role], fresh, settings), on_drawn)
-            else:
-                stream(submit(self.rt.engines[role], fresh, settings), on_drawn, self.rt.pool, on_checked)
+            checks = (self.rt.pool, on_checked) if on_verdict is not None else (None, None)
+            stream(submit(self.rt.engines[role], fresh, settings), on_drawn, *checks)
         finally:
             cache.close()
 
@@ -719,13 +725,14 @@ class Loop:
         settings = replace(train_settings(self.cfg), seed=self._seed(iteration, f"train_{role}"))
         result = train(examples, base_checkpoint=self.weights[role].path, objective=objective, settings=settings,
                        output_dir=str(output), run_name=f"{self.run_name}-{role}-{iteration:04d}",
-                       probe=self._probe_sequence())
+                       probe=self._probe_sequence)
         (output / TRAIN_METRICS_FILE).write_text(json.dumps(asdict(result.metrics)))
         self.weights[role] = Checkpoint(result.checkpoint_dir, iteration + 1)
         self._unloaded[role] = (self.weights[role], result.probe_logprobs)
         if not self._engines_asleep:
             self._load_new_weights()
 
+    @functools.cached_property
     def _probe_sequence(self) -> tuple[list[int], list[int]]:
         """A fixed (prompt, completion) pair, the same at every update: the
         Solver prompt of the first training target, completed by its statement."""
@@ -745,7 +752,7 @@ class Loop:
             if learner_logprobs is None:
                 continue
             gaps = [M.logprob_gap(learner_logprobs, served)
-                    for served in engines.served_logprobs(*self._probe_sequence())]
+                    for served in engines.served_logprobs(*self._probe_sequence)]
             mean_gap, max_gap = max(g[0] for g in gaps), max(g[1] for g in gaps)
             metrics_file = Path(checkpoint.path) / TRAIN_METRICS_FILE
             numbers = json.loads(metrics_file.read_text())
@@ -822,11 +829,13 @@ class Loop:
             counts[f"faults/chunks_resubmitted/{role}"] = group.stats.chunks_resubmitted
         return counts
 
-    def _benchmark_matches(self, iteration: int) -> int:
-        """Conjectures of ``iteration`` that state a benchmark problem, excluded or let through."""
+    def _benchmark_matches(self, conjectures: Sequence[Conjecture]) -> int:
+        """Conjectures that state a benchmark problem, excluded or let through."""
+        if not self._benchmark_forms:
+            return 0
         return sum(c.extraction_error == MATCHES_BENCHMARK
                    or (c.statement is not None and canonical_form(c.statement, self.language) in self._benchmark_forms)
-                   for c in self.store.conjectures(iteration))
+                   for c in conjectures)
 
     def _flag_best_checkpoints(self, iteration: int) -> None:
         """The weights after ``iteration`` set the best cumulative solve rate so
@@ -837,11 +846,14 @@ class Loop:
 
     def record(self, iteration: int) -> None:
         registry = self.store.solved_registry
+        # Read once: a paper-sized iteration holds ~39,000 records.
+        attempts, conjectures = self.store.attempts(iteration), self.store.conjectures(iteration)
+        scores = self.store.conjecture_scores(iteration)
         metrics = M.iteration_metrics(
             iteration=iteration,
-            attempts=self.store.attempts(iteration),
-            conjectures=self.store.conjectures(iteration),
-            scores=list(self.store.conjecture_scores(iteration).values()),
+            attempts=attempts,
+            conjectures=conjectures,
+            scores=list(scores.values()),
             training_ids=[t.id for t in self.store.targets if not t.held_out],
             k=self.cfg.method.num_solver_samples,
             language=self.language,
@@ -850,7 +862,7 @@ class Loop:
             phases={phase: stats for (i, phase), stats in self._stats.items() if i == iteration},
             training=self._training_numbers(iteration),
         )
-        metrics["conjectures_matching_benchmark"] = self._benchmark_matches(iteration)
+        metrics["conjectures_matching_benchmark"] = self._benchmark_matches(conjectures)
         metrics.update(self._fault_counts())
         metrics.update(self._periodic_evaluation(iteration))
         best_so_far = max((m["cumulative_solve_rate"] for m in self.store.metrics()), default=None)
@@ -862,10 +874,9 @@ class Loop:
                         "workers), above the %.0f%% the results can be trusted with; their samples carry no "
                         "reward. See verification/system_error in metrics.jsonl and the verifier logs.",
                         iteration, 100 * metrics["system_error_rate"], 100 * SYSTEM_ERROR_ALARM)
-        attempts, conjectures = self.store.attempts(iteration), self.store.conjectures(iteration)
-        scores = self.store.conjecture_scores(iteration)
         tables = M.sample_tables(iteration, conjectures, scores, attempts,
                                  {t.id: t.statement for t in self.store.targets})
+        self.monitor.iteration_finished(metrics)
         self.on_metrics(metrics, tables, M.sample_histograms(attempts, list(scores.values())))
         log.info("iteration %d: cumulative solve rate %.3f, pass@k %.3f, %d generations", iteration,
                  metrics["cumulative_solve_rate"], metrics["pass_at_k"], metrics["generations"])

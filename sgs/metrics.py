@@ -294,11 +294,8 @@ def resolved_wandb_mode(mode: str, environ: Mapping[str, str] = os.environ) -> s
 
 
 class MetricsSink:
-    """Sends each iteration's metrics to wandb (offline unless configured) and
-    to the Ray dashboard (as ``ray.util.metrics`` gauges of the headline numbers)."""
-
-    #: Metrics shown on the Ray dashboard.
-    GAUGES = ("cumulative_solve_rate", "pass_at_k", "generations", "conjectures_kept", "system_error_rate")
+    """Sends each iteration's metrics, tables and histograms to wandb (offline
+    unless a key is configured).  The Ray dashboard's gauges are :mod:`sgs.monitor`'s."""
 
     def __init__(self, logging: LoggingConfig, run_dir: str | Path, *, name: str, config: Mapping[str, Any]):
         self._wandb = None
@@ -315,10 +312,6 @@ class MetricsSink:
                 config=dict(config),
                 resume="allow",
             )
-        from ray.util.metrics import Gauge
-
-        self._gauges = {key: Gauge(f"sgs_{key}", description=f"SGS {key} of the latest iteration")
-                        for key in self.GAUGES}
 
     def log(self, metrics: Mapping[str, Any], tables: Mapping[str, tuple[list[str], list[list[Any]]]] | None = None,
             histograms: Mapping[str, list[float]] | None = None) -> None:
@@ -334,9 +327,6 @@ class MetricsSink:
                 if values:
                     logged[f"histograms/{name}"] = wandb.Histogram(values)
             self._wandb.log(logged, step=metrics["iteration"])
-        for key, gauge in self._gauges.items():
-            if metrics.get(key) is not None:
-                gauge.set(float(metrics[key]))
 
     def close(self) -> None:
         if self._wandb is not None:

@@ -17,6 +17,10 @@ gauge                          value
 ``sgs_policy_version``         the weights' version each role serves (tag ``role``)
 =============================  =================================================
 
+and, set when an iteration's metrics line is written, its headline numbers:
+``sgs_cumulative_solve_rate``, ``sgs_pass_at_k``, ``sgs_generations``,
+``sgs_conjectures_kept`` and ``sgs_iteration_system_error_rate``.
+
 Every gauge also carries the tag ``run`` (the run's name), so several runs
 on one cluster stay apart.  Ray exports them to Prometheus (the dashboard's
 Metrics tab, or Grafana) from the process that sets them: the driver.
@@ -34,6 +38,11 @@ from lean_env.verdict import Status
 
 class LiveMonitor:
     """The driver's live gauges; the loop reports events, this publishes them."""
+
+    #: metrics.jsonl key -> gauge name (without the ``sgs_`` prefix) of the per-iteration gauges.
+    ITERATION_GAUGES = {"cumulative_solve_rate": "cumulative_solve_rate", "pass_at_k": "pass_at_k",
+                        "generations": "generations", "conjectures_kept": "conjectures_kept",
+                        "system_error_rate": "iteration_system_error_rate"}
 
     def __init__(self, run_name: str, phases: tuple[str, ...], *, min_interval_s: float = 2.0):
         self.phases = phases
@@ -53,6 +62,8 @@ class LiveMonitor:
         self._verification_rate = gauge("sgs_verifications_per_second", "Verdicts per second in the running phase")
         self._system_errors = gauge("sgs_system_error_rate", "Share of system errors among the phase's verdicts")
         self._policy_version = gauge("sgs_policy_version", "Weights version a role serves", "role")
+        self._iteration_gauges = {key: gauge(f"sgs_{name}", f"SGS {key} of the latest finished iteration")
+                                  for key, name in self.ITERATION_GAUGES.items()}
         self.generations = self.verifications = self.system_errors = 0
         self.generation_queue = self.verification_queue = 0
         self._phase_started = self._published = time.monotonic()
@@ -102,3 +113,9 @@ class LiveMonitor:
         self._generation_rate.set(numbers["generations_per_second"])
         self._verification_rate.set(numbers["verifications_per_second"])
         self._system_errors.set(numbers["system_error_rate"])
+
+    def iteration_finished(self, metrics: Mapping[str, float | None]) -> None:
+        """Show an iteration's headline numbers (its metrics line)."""
+        for key, metric in self._iteration_gauges.items():
+            if metrics.get(key) is not None:
+                metric.set(float(metrics[key]))

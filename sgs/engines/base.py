@@ -31,7 +31,7 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
@@ -143,6 +143,21 @@ class GenerationEngine(abc.ABC):
 
     def wake_up(self) -> None:
         """Undo :meth:`sleep` (before generating or loading weights again)."""
+
+
+def tokenize_prompts(tokenizer: Any, prompts: list[str], max_model_len: int) -> list[list[int]]:
+    """Each prompt's token ids as ``tokenizer(prompt)`` gives them (special
+    tokens included), refusing prompts that leave nothing to condition on or
+    no room to generate under ``max_model_len``."""
+    prompt_ids = tokenizer(list(prompts))["input_ids"]
+    for index, ids in enumerate(prompt_ids):
+        if not ids:
+            raise ValueError(f"prompt {index} is empty after tokenisation; there is nothing to condition on")
+        if len(ids) >= max_model_len:
+            raise ValueError(
+                f"prompt {index} has {len(ids)} tokens, leaving no room under max_model_len={max_model_len}"
+            )
+    return prompt_ids
 
 
 def top_k_entropy(top_logprobs: torch.Tensor) -> torch.Tensor:

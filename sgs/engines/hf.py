@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
-from sgs.engines.base import ENTROPY_TOP_K, GenerationEngine, Sample, SamplingSettings, top_k_entropy
+from sgs.engines.base import ENTROPY_TOP_K, GenerationEngine, Sample, SamplingSettings, tokenize_prompts, top_k_entropy
 
 
 def left_pad(sequences: list[list[int]], pad_id: int, device: torch.device | str = "cpu") -> tuple[Tensor, Tensor]:
@@ -164,14 +164,7 @@ class TransformersEngine(GenerationEngine):
     def generate(self, prompts: list[str], settings: SamplingSettings) -> list[list[Sample]]:
         if not prompts:
             return []
-        prompt_ids = self.tokenizer(list(prompts))["input_ids"]
-        for index, ids in enumerate(prompt_ids):
-            if not ids:
-                raise ValueError(f"prompt {index} is empty after tokenisation; there is nothing to condition on")
-            if len(ids) >= self._max_model_len:
-                raise ValueError(
-                    f"prompt {index} has {len(ids)} tokens, leaving no room under max_model_len={self._max_model_len}"
-                )
+        prompt_ids = tokenize_prompts(self.tokenizer, prompts, self._max_model_len)
         generator = torch.Generator(device=self._device)
         if settings.seed is None:
             generator.seed()

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig, PreTrainedModel
 
-from sgs.engines.base import ENTROPY_TOP_K, GenerationEngine, Sample, SamplingSettings, top_k_entropy
+from sgs.engines.base import ENTROPY_TOP_K, GenerationEngine, Sample, SamplingSettings, tokenize_prompts, top_k_entropy
 from sgs.engines.hf import _check_version, completion_logprobs
 
 if TYPE_CHECKING:
@@ -178,14 +178,7 @@ class VLLMEngine(GenerationEngine):
             return []
         from vllm.inputs import TokensPrompt
 
-        prompt_ids = self.tokenizer(list(prompts))["input_ids"]
-        for index, ids in enumerate(prompt_ids):
-            if not ids:
-                raise ValueError(f"prompt {index} is empty after tokenisation; there is nothing to condition on")
-            if len(ids) >= self._max_model_len:
-                raise ValueError(
-                    f"prompt {index} has {len(ids)} tokens, leaving no room under max_model_len={self._max_model_len}"
-                )
+        prompt_ids = tokenize_prompts(self.tokenizer, prompts, self._max_model_len)
         # One seed per prompt, drawn from the call's seed (or fresh entropy when it is
         # None), so prompts and calls get independent streams and a repeated call
         # repeats.  vLLM's own unseeded path would depend on the engine's history.
