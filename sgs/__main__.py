@@ -11,7 +11,8 @@ what is missing and the overrides that would run here), open the run
 directory (a new run, or a resume of the one there), start Ray, warm-start
 the base model (:mod:`sgs.sft`; the tiny model only, cached after the first
 run), start the engines and the verifier pool, measure the Solver's pass@k on
-the held-out targets, run the loop, measure it again, print a summary.
+the held-out targets, run the loop, measure it again, write the run's report
+(:mod:`sgs.report`) and print a summary.
 
 The default run (no overrides) is the ``standard`` experiment on the tiny
 model with Rocq, at laptop scale (``conf/scale/laptop.yaml``): sized to

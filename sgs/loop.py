@@ -440,8 +440,10 @@ class Loop:
                     fresh.append(replace(request, sample_ids=missing))
             reused = sum(len(r.sample_ids) for r in requests) - sum(len(r.sample_ids) for r in fresh)
             if reused:
-                log.warning("iteration %d %s: reused %d cached samples of an interrupted run", iteration, phase,
-                            reused)
+                # Expected in every review phase (the Guide's early reviews); in the
+                # other phases only after an interrupted run.
+                log.info("iteration %d %s: reused %d cached samples (early Guide reviews, or samples an "
+                         "interrupted run drew but did not store)", iteration, phase, reused)
             waiting = sum(len(request.sample_ids) for request in fresh)
             checks = (self.rt.pool, on_checked) if on_verdict is not None else (None, None)
             stream(submit(self.rt.engines[role], fresh, settings), on_drawn, *checks)
