@@ -16,7 +16,6 @@ import argparse
 import concurrent.futures
 import json
 import logging
-import os
 import subprocess
 import sys
 import tempfile

@@ -65,6 +65,7 @@ DTYPES = ("float32", "bfloat16", "float16")
 PROVER_BACKENDS = ("lean", "rocq")
 PROOF_LANGUAGES = ("lean", "rocq")
 ENGINE_BACKENDS = ("transformers", "vllm")
+WEIGHT_TRANSFERS = ("checkpoint", "direct")
 WANDB_MODES = ("auto", "offline", "online", "disabled")
 WARMSTART_MODES = ("auto", "always", "never")
 ROLES = ("solver", "conjecturer", "guide")
@@ -390,7 +391,8 @@ class ResourcesConfig:
     gpus_per_learner_worker: float = 0.0
     #: Engines release accelerator memory during the training phases and
     #: take the new weights when they wake (vLLM sleep mode); null: when the
-    #: engines have GPUs.  Without sleep mode (CPUs) it changes nothing.
+    #: engines have GPUs and load checkpoints (``weight_transfer``).  Without
+    #: sleep mode (CPUs) it changes nothing.
     sleep_engines_during_training: bool | None = None
     #: vLLM sleep level: 1 keeps the weights in host memory, 2 drops them
     #: (they are reloaded from the new checkpoint on waking; less host memory).
@@ -408,6 +410,18 @@ class ResourcesConfig:
     #: they sleep during training so the learner has the memory.
     #: ``gpus_per_engine`` must then be 0.
     colocate_engines_with_learner: bool = False
+    #: How trained weights reach the running engines: ``checkpoint`` (each
+    #: engine reloads the learner's checkpoint in place) or ``direct`` (the
+    #: learner's rank 0 broadcasts them into the engines over a process group,
+    #: vLLM engines only: gloo for CPU engines, NCCL for GPU engines; not with
+    #: colocated or sleeping engines).  The checkpoint is written either way;
+    #: when a direct transfer fails, the role's engines are restarted on it.
+    #: Direct pays off where reading the checkpoint is slow (a network file
+    #: system, 7B weights over NVLink); on one machine the page cache makes
+    #: the reload faster (``benchmarks/weight_transfer.py``).
+    weight_transfer: str = "checkpoint"
+    #: How long a direct transfer waits for a peer (the rendezvous, each broadcast).
+    weight_transfer_timeout_s: float = 300.0
     #: Strategy of each role's engine placement group: ``PACK`` (few nodes),
     #: ``SPREAD`` (over the GPU nodes of a cluster), ``STRICT_PACK`` (one
     #: node) or ``STRICT_SPREAD`` (one engine per node).
@@ -859,6 +873,19 @@ def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
     if resources.colocate_engines_with_learner and resources.gpus_per_engine > 0:
         problems.append("resources.colocate_engines_with_learner=true pins engines to GPUs outside Ray's "
                         "accounting (the learner holds the GPUs); set resources.gpus_per_engine=0")
+    _choice(problems, "resources.weight_transfer", resources.weight_transfer, WEIGHT_TRANSFERS)
+    if resources.weight_transfer == "direct":
+        if resources.engine_backend != "vllm":
+            problems.append("resources.weight_transfer=direct needs vLLM engines (resources.engine_backend=vllm); "
+                            "the transformers engines load checkpoints")
+        if resources.colocate_engines_with_learner:
+            problems.append("resources.weight_transfer=direct cannot reach engines colocated with the learner "
+                            "(NCCL needs a GPU per rank and the learner's rank 0 shares GPU 0); use checkpoint")
+        if resources.sleep_engines_during_training:
+            problems.append("resources.weight_transfer=direct sends weights while the engines would sleep; set "
+                            "resources.sleep_engines_during_training=false or weight_transfer=checkpoint")
+    if not resources.weight_transfer_timeout_s > 0:
+        problems.append(f"resources.weight_transfer_timeout_s={resources.weight_transfer_timeout_s!r} must be positive")
     for key in ("engine_placement", "verifier_placement", "learner_placement"):
         _choice(problems, f"resources.{key}", getattr(resources, key), PLACEMENT_STRATEGIES)
 
@@ -893,6 +920,23 @@ def _active_engines(resources: ResourcesConfig, method: MethodConfig) -> int:
     if method.use_guide:
         engines += resources.guide_engines
     return engines
+
+
+def weight_transfer_backend(resources: ResourcesConfig) -> str | None:
+    """The transport trained weights take into the engines ("gloo" between
+    CPU processes, "nccl" between GPUs), or None: the engines load checkpoints."""
+    if resources.weight_transfer != "direct":
+        return None
+    return "nccl" if resources.gpus_per_engine > 0 or resources.colocate_engines_with_learner else "gloo"
+
+
+def engines_sleep_during_training(resources: ResourcesConfig) -> bool:
+    """``resources.sleep_engines_during_training``, its default resolved: GPU
+    engines sleep unless the learner sends them weights directly."""
+    if resources.sleep_engines_during_training is not None:
+        return resources.sleep_engines_during_training
+    on_gpu = resources.gpus_per_engine > 0 or resources.colocate_engines_with_learner
+    return on_gpu and weight_transfer_backend(resources) is None
 
 
 def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:

@@ -17,7 +17,8 @@ pieces, in the order they appear in this file:
 4. ``_train_worker`` (Ray plumbing): on each rank, load the base checkpoint,
    wrap it in DDP or a DeepSpeed engine (``TrainSettings.strategy``), run its
    share of the plan, report metrics and, from rank 0, a Hugging Face
-   checkpoint.
+   checkpoint; rank 0 may also send the weights straight into running vLLM
+   engines (``weight_target``, :mod:`sgs.engines.weight_transfer`).
 5. ``train``: runs the TorchTrainer, then moves the checkpoint Ray Train
    stored into ``output_dir`` and saves the tokenizer beside it, so
    ``TransformersEngine.load_weights`` can read the directory.
@@ -51,6 +52,7 @@ from __future__ import annotations
 
 import glob
 import json
+import logging
 import math
 import os
 import random
@@ -71,6 +73,7 @@ from torch import Tensor
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from sgs.engines.hf import completion_logprobs
+from sgs.engines.weight_transfer import WeightTarget, send_weights
 from sgs.objectives import Normalisation, Sample as ObjectiveSample
 from sgs.objectives import cispo_batches, cispo_loss, conjecturer_loss, weighted_nll_loss
 
@@ -78,6 +81,8 @@ Objective = Literal["reinforce", "reinforce_half", "ei", "cispo", "conjecturer"]
 OBJECTIVES: tuple[str, ...] = ("reinforce", "reinforce_half", "ei", "cispo", "conjecturer")
 Strategy = Literal["auto", "ddp", "deepspeed"]
 STRATEGIES: tuple[str, ...] = ("auto", "ddp", "deepspeed")
+
+logger = logging.getLogger(__name__)
 
 PROBE_FILE = "sgs_probe_logprobs.json"  # rank 0's probe log-probs, inside the new checkpoint until read
 OPTIMIZER_FILE = "optimizer.pt"  # DDP's persisted Adam state, inside a checkpoint dir
@@ -218,6 +223,12 @@ class TrainResult:
     probe_logprobs: list[float] | None = None
     """The trained model's log-probs (temperature 1, in the learner's precision) of the probe
     completion given to :func:`train`, to compare with what the engines compute after loading."""
+    weights_sent: bool = False
+    """Whether the engines of ``weight_target`` received the trained weights directly."""
+    weight_transfer_seconds: float = 0.0
+    """Wall time of that transfer on rank 0 (0 when nothing was sent)."""
+    weight_transfer_error: str | None = None
+    """Why the transfer failed, when it was attempted and did (the engines then lack the weights)."""
 
 
 # --------------------------------------------------------------------------
@@ -656,10 +667,25 @@ def _train_worker(config: dict[str, Any]) -> None:
             if settings.resolved_strategy == "ddp" and persist:
                 torch.save(optimizer.state_dict(), os.path.join(directory, OPTIMIZER_FILE))
             wrote = True
+            if config["weight_target"] is not None:
+                metrics.update(_send_to_engines(model, config["weight_target"]))
         # Every rank reports (it is a barrier); Ray merges the ranks' files into one
         # checkpoint directory and keeps rank 0's metrics.
         checkpoint = Checkpoint.from_directory(directory) if wrote else None
         ray.train.report(metrics, checkpoint=checkpoint, checkpoint_dir_name="model")
+
+
+def _send_to_engines(model: torch.nn.Module, target: WeightTarget) -> dict[str, Any]:
+    """Send the trained weights (in the checkpoint's dtype, so the engines get
+    exactly what was saved) to the engines; a failure is reported, not raised:
+    the checkpoint is written either way and the driver falls back to it."""
+    try:
+        seconds = send_weights(model, target)
+    except Exception as error:
+        logger.warning("sending the trained weights to the engines failed (%s); they will load the checkpoint",
+                       error)
+        return {"weights_sent": False, "weight_transfer_error": f"{type(error).__name__}: {error}"[:1000]}
+    return {"weights_sent": True, "weight_transfer_seconds": seconds}
 
 
 def train(
@@ -671,6 +697,7 @@ def train(
     output_dir: str,
     run_name: str,
     probe: tuple[list[int], list[int]] | None = None,
+    weight_target: WeightTarget | None = None,
 ) -> TrainResult:
     """Train ``base_checkpoint`` on ``examples`` with one Ray Train run; save to ``output_dir``.
 
@@ -688,6 +715,9 @@ def train(
             come back in ``TrainResult.probe_logprobs``.  Ray's state for the run lives in
             ``output_dir/.ray_train`` and is removed first, so a retried run never
             reloads a stale one.
+        weight_target: running engines that get the trained weights directly from
+            rank 0 (:mod:`sgs.engines.weight_transfer`) once training is done;
+            ``TrainResult.weights_sent`` says whether they did.
 
     With ``optimizer_state="persist"`` and DeepSpeed, a base checkpoint that
     holds ``deepspeed/`` must come from a run with the same number of workers
@@ -725,6 +755,7 @@ def train(
             "base_checkpoint": base_checkpoint,
             "deepspeed_resume_dir": deepspeed_resume_dir,
             "probe": probe,
+            "weight_target": weight_target,
         },
         scaling_config=ScalingConfig(
             num_workers=settings.num_workers,
@@ -761,6 +792,9 @@ def train(
             tokens_per_second=reported["num_tokens"] / max(reported["train_seconds"], 1e-9),
         ),
         probe_logprobs=_read_probe(output_dir) if probe is not None else None,
+        weights_sent=reported.get("weights_sent", False),
+        weight_transfer_seconds=reported.get("weight_transfer_seconds", 0.0),
+        weight_transfer_error=reported.get("weight_transfer_error"),
     )
 
 

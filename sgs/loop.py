@@ -40,7 +40,8 @@ solve rate is final (:class:`EarlyReviews`), during the prove phase.
 
 Weights.  During the training phases the engines may sleep (vLLM sleep mode:
 ``resources.sleep_engines_during_training``); each new checkpoint reaches its
-role's running engines when they wake (or at once), and a fixed probe
+role's running engines when they wake (or at once), or the learner sends the
+weights into them directly (``resources.weight_transfer``), and a fixed probe
 sequence's log-probs are compared between learner and engines
 (``probe_logprob_gap_*`` in the training metrics; a warning above
 ``training.probe_logprob_tolerance``).
@@ -68,7 +69,7 @@ from lean_env.verdict import ProofTask, Status, Verdict
 from sgs import metrics as M
 from sgs import objectives
 from sgs.benchmarks import Benchmark
-from sgs.config import SGSConfig
+from sgs.config import SGSConfig, engines_sleep_during_training, weight_transfer_backend
 from sgs.engines import EngineGroup, Sample, SamplingSettings
 from sgs.evaluate import SUMMARY_FILE, evaluate_problems, format_table, read_json
 from sgs.learner import TrainExample, train
@@ -343,12 +344,13 @@ class Loop:
                                           for p in (benchmark.problems if benchmark is not None else ()))
         self._excluded_forms = self._benchmark_forms if cfg.evaluation.contamination == "exclude" else frozenset()
         resources = cfg.resources
-        self._sleep_during_training = (resources.sleep_engines_during_training
-                                       if resources.sleep_engines_during_training is not None
-                                       else resources.gpus_per_engine > 0 or resources.colocate_engines_with_learner)
+        self._sleep_during_training = engines_sleep_during_training(resources)
+        self._transfer_backend = weight_transfer_backend(resources)
         self._engines_asleep = False
-        # Weights trained while the engines slept: loaded when they wake.
-        self._unloaded: dict[str, tuple[Checkpoint, list[float] | None]] = {}
+        # Newly trained weights not yet confirmed on the engines (trained while they
+        # slept, or sent directly): checkpoint, the learner's probe log-probs, and
+        # whether the learner sent them (True), failed to (False) or did not try (None).
+        self._unloaded: dict[str, tuple[Checkpoint, list[float] | None, bool | None]] = {}
         self.monitor = LiveMonitor(run_name, PHASES)
         """Live gauges on the Ray dashboard."""
 
@@ -725,12 +727,22 @@ class Loop:
             return
         output = self.store.checkpoint_dir(role, iteration)
         settings = replace(train_settings(self.cfg), seed=self._seed(iteration, f"train_{role}"))
+        target = None
+        if self._transfer_backend is not None and not self._engines_asleep:
+            target = self.rt.engines[role].weight_target(iteration + 1, self._transfer_backend,
+                                                         self.cfg.resources.weight_transfer_timeout_s)
         result = train(examples, base_checkpoint=self.weights[role].path, objective=objective, settings=settings,
                        output_dir=str(output), run_name=f"{self.run_name}-{role}-{iteration:04d}",
-                       probe=self._probe_sequence)
-        (output / TRAIN_METRICS_FILE).write_text(json.dumps(asdict(result.metrics)))
+                       probe=self._probe_sequence, weight_target=target)
+        numbers = {**asdict(result.metrics), "weights_sent_directly": float(result.weights_sent),
+                   "weight_transfer_seconds": result.weight_transfer_seconds}
+        (output / TRAIN_METRICS_FILE).write_text(json.dumps(numbers))
         self.weights[role] = Checkpoint(result.checkpoint_dir, iteration + 1)
-        self._unloaded[role] = (self.weights[role], result.probe_logprobs)
+        if target is not None and not result.weights_sent:
+            log.warning("the learner could not send the %s weights to the engines directly (%s); restarting the "
+                        "engines on the checkpoint", role, result.weight_transfer_error)
+        self._unloaded[role] = (self.weights[role], result.probe_logprobs,
+                                None if target is None else result.weights_sent)
         if not self._engines_asleep:
             self._load_new_weights()
 
@@ -744,23 +756,30 @@ class Loop:
         return self.rt.prompter.token_ids(prompt), completion
 
     def _load_new_weights(self) -> None:
-        """Send each newly trained checkpoint to its role's engines, then check
-        on the probe that they compute what the learner computed."""
+        """Give each newly trained checkpoint to its role's engines (a reload;
+        nothing more when the learner sent the weights directly; fresh engines
+        when that failed), then check on the probe that they compute what the
+        learner computed."""
         tolerance = self.cfg.training.probe_logprob_tolerance
-        for role, (checkpoint, learner_logprobs) in list(self._unloaded.items()):
+        for role, (checkpoint, learner_logprobs, sent) in list(self._unloaded.items()):
             engines = self.rt.engines[role]
-            engines.load_weights(checkpoint.path, checkpoint.version)
+            start = time.perf_counter()
+            if sent:
+                engines.adopt_weights(checkpoint.path, checkpoint.version)
+            elif sent is None:
+                engines.load_weights(checkpoint.path, checkpoint.version)
+            else:
+                engines.rebuild(checkpoint.path, checkpoint.version)
+            numbers = {"weight_load_seconds": time.perf_counter() - start}
             del self._unloaded[role]
-            if learner_logprobs is None:
-                continue
-            gaps = [M.logprob_gap(learner_logprobs, served)
-                    for served in engines.served_logprobs(*self._probe_sequence)]
-            mean_gap, max_gap = max(g[0] for g in gaps), max(g[1] for g in gaps)
+            if learner_logprobs is not None:
+                gaps = [M.logprob_gap(learner_logprobs, served)
+                        for served in engines.served_logprobs(*self._probe_sequence)]
+                mean_gap, max_gap = max(g[0] for g in gaps), max(g[1] for g in gaps)
+                numbers.update(probe_logprob_gap_mean=mean_gap, probe_logprob_gap_max=max_gap)
             metrics_file = Path(checkpoint.path) / TRAIN_METRICS_FILE
-            numbers = json.loads(metrics_file.read_text())
-            numbers.update(probe_logprob_gap_mean=mean_gap, probe_logprob_gap_max=max_gap)
-            metrics_file.write_text(json.dumps(numbers))
-            if mean_gap > tolerance:
+            metrics_file.write_text(json.dumps({**json.loads(metrics_file.read_text()), **numbers}))
+            if learner_logprobs is not None and mean_gap > tolerance:
                 log.warning("the %s engines' log-probs of the probe differ from the learner's by %.3g nats per "
                             "token on average (max %.3g; tolerance training.probe_logprob_tolerance=%g): the "
                             "engines may not serve the weights of %s", role, mean_gap, max_gap, tolerance,

@@ -24,7 +24,14 @@ import ray
 from lean_env.backends import BackendSpec
 from lean_env.cache import VerdictCache
 from lean_env.pool import VerifierPool
-from sgs.config import ENGINE_HEARTBEAT_INTERVAL_S, ProverConfig, RoleSampling, SGSConfig, warmstart_enabled
+from sgs.config import (
+    ENGINE_HEARTBEAT_INTERVAL_S,
+    ProverConfig,
+    RoleSampling,
+    SGSConfig,
+    warmstart_enabled,
+    weight_transfer_backend,
+)
 from sgs.engines import EngineGroup, SamplingSettings
 from sgs.learner import TrainSettings
 from sgs.models import ModelPaths, resolve_model_paths
@@ -254,6 +261,15 @@ def colocated_gpu_ids(cfg: SGSConfig, node_gpus: int) -> dict[str, list[int]]:
     return pinned
 
 
+def engine_options(cfg: SGSConfig, policy_version: int) -> dict[str, Any]:
+    """The engine constructor's keyword arguments for the loop's engines."""
+    options: dict[str, Any] = {"policy_version": policy_version, "dtype": cfg.model.dtype}
+    backend = weight_transfer_backend(cfg.resources)
+    if backend is not None:
+        options["weight_transfer_backend"] = backend
+    return options
+
+
 def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint], tokenizer: Any) -> Runtime:
     """Start the engines (each active role on ``weights[role]``) and the verifier pool.
 
@@ -271,7 +287,7 @@ def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint],
                 checkpoint.path,
                 num_engines=getattr(res, f"{role}_engines"),
                 backend=res.engine_backend,
-                engine_options={"policy_version": checkpoint.version, "dtype": cfg.model.dtype},
+                engine_options=engine_options(cfg, checkpoint.version),
                 num_cpus=res.cpus_per_engine,
                 num_gpus=res.gpus_per_engine,
                 placement_strategy=res.engine_placement,

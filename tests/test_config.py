@@ -255,6 +255,13 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
         (["resources=gpu_node", "resources.gpus_per_engine=1"], "set resources.gpus_per_engine=0"),
         (["resources.engine_placement=EVERYWHERE"], "resources.engine_placement='EVERYWHERE' is not one of PACK"),
         (["resources.engine_heartbeat_timeout_s=2"], "resources.engine_heartbeat_timeout_s=2.0 must exceed"),
+        (["resources.weight_transfer=rdma"], "resources.weight_transfer='rdma' is not one of checkpoint, direct"),
+        (["resources.weight_transfer=direct"], "resources.weight_transfer=direct needs vLLM engines"),
+        (["resources=gpu_node", "resources.weight_transfer=direct"],
+         "cannot reach engines colocated with the learner"),
+        (["resources.engine_backend=vllm", "resources.weight_transfer=direct",
+          "resources.sleep_engines_during_training=true"], "sends weights while the engines would sleep"),
+        (["resources.weight_transfer_timeout_s=0"], "resources.weight_transfer_timeout_s=0.0 must be positive"),
         (["logging.wandb_mode=cloud"], "logging.wandb_mode='cloud' is not one of auto, offline, online, disabled"),
         (["iterations=0"], "iterations=0 must be at least 1"),
         (["warmstart.mode=sometimes"], "warmstart.mode='sometimes' is not one of auto, always, never"),
@@ -290,6 +297,19 @@ def test_validate_names_the_bad_key(overrides, message):
 ])
 def test_the_warm_start_runs_for_the_tiny_model_unless_told_otherwise(overrides, enabled):
     assert C.warmstart_enabled(C.validate(compose_cfg(*overrides))) is enabled
+
+
+@pytest.mark.parametrize(("overrides", "backend", "sleep"), [
+    ([], None, False),                                                   # CPU engines load checkpoints
+    (["resources.engine_backend=vllm", "resources.weight_transfer=direct"], "gloo", False),
+    (["resources=gpu_node"], None, True),                                # colocated: checkpoint, and sleep
+    (["resources=cluster", "resources.ray_address=auto"], None, True),   # GPU engines sleep by default...
+    (["resources=cluster", "resources.ray_address=auto", "resources.weight_transfer=direct"], "nccl", False),
+])
+def test_weight_transfer_and_sleep_defaults_follow_the_engines(overrides, backend, sleep):
+    resources = C.validate(compose_cfg(*overrides)).resources
+    assert C.weight_transfer_backend(resources) == backend
+    assert C.engines_sleep_during_training(resources) is sleep
 
 
 def test_the_warm_start_defaults_to_the_provers_corpus():

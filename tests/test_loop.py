@@ -507,21 +507,29 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
 
 
 @pytest.mark.slow
-def test_solver_only_experiment_runs_with_no_conjectures(tmp_path, warm_run):
+def test_solver_only_experiment_on_vllm_engines_that_take_weights_directly(tmp_path, warm_run):
+    """The solver-only experiment with vLLM engines that get each trained
+    checkpoint from the learner over gloo, not from disk."""
     run_dir = tmp_path / "run"
-    proc = _sgs("+experiment=reinforce_half_solver_only", *warm_run, "iterations=2", "logging.wandb_mode=disabled",
-                f"run_dir={run_dir}", timeout=500)
+    vllm = ["resources.engine_backend=vllm", "resources.weight_transfer=direct"]
+    proc = _sgs("+experiment=reinforce_half_solver_only", *warm_run, *vllm, "iterations=2",
+                "logging.wandb_mode=disabled", f"run_dir={run_dir}", timeout=500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "cumulative solve rate on the 6 training targets:" in proc.stdout
     store = check_run(run_dir, iterations=2, conjectures_per_target=0)
     try:
         assert not store.checkpoint_iterations("conjecturer")
         assert all(m["conjectures_sampled"] == 0 for m in store.metrics())
+        trained = store.checkpoint_iterations("solver")
+        assert trained, "no training happened, so no weights were sent"
+        for iteration in trained:
+            numbers = json.loads((store.checkpoint_dir("solver", iteration) / TRAIN_METRICS_FILE).read_text())
+            assert numbers["weights_sent_directly"] == 1.0 and numbers["weight_transfer_seconds"] > 0
     finally:
         store.close()
     # Running the finished run again does nothing.
-    again = _sgs("+experiment=reinforce_half_solver_only", *warm_run, "iterations=2", "logging.wandb_mode=disabled",
-                 f"run_dir={run_dir}")
+    again = _sgs("+experiment=reinforce_half_solver_only", *warm_run, *vllm, "iterations=2",
+                 "logging.wandb_mode=disabled", f"run_dir={run_dir}")
     assert again.returncode == 0 and "all 2 iterations are done" in again.stdout
 
 

@@ -20,7 +20,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import ray
 from hydra import compose, initialize_config_dir
 from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -8,7 +8,8 @@ reserved together in one placement group.  Its API mirrors the verifier
 pool's (:class:`lean_env.pool.VerifierPool`): ``submit`` splits a prompt list
 into chunks and returns their ids, ``poll`` hands back the chunks that are
 done, ``outstanding`` counts those not handed back yet; ``generate`` is the
-blocking form.  ``load_weights`` broadcasts a new checkpoint to every actor;
+blocking form.  ``load_weights`` broadcasts a new checkpoint to every actor
+(or a learner sends the weights itself: ``weight_target``, ``adopt_weights``);
 ``policy_version``, ``served_logprobs`` and ``sleep`` / ``wake_up`` also ask
 every actor, with the same recovery as chunks.
 
@@ -44,6 +45,7 @@ from ray.util.placement_group import PlacementGroup, placement_group, remove_pla
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from sgs.engines.base import GenerationEngine, Sample, SamplingSettings
+from sgs.engines.weight_transfer import WeightTarget
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,25 @@ class EngineActor:
 
     def policy_version(self) -> int:
         return self._engine.policy_version
+
+    # Direct weight transfer (vLLM engines only; sgs.engines.weight_transfer drives these).
+    def init_weight_transfer(self, init_info: dict[str, Any]) -> None:
+        self._engine.init_weight_transfer(init_info)
+
+    def start_weight_update(self) -> None:
+        self._engine.start_weight_update()
+
+    def update_weights(self, update_info: dict[str, Any] | list[dict[str, Any]]) -> None:
+        self._engine.update_weights(update_info)
+
+    def finish_weight_update(self, policy_version: int) -> None:
+        self._engine.finish_weight_update(policy_version)
+
+    def shutdown_weight_transfer(self) -> None:
+        self._engine.shutdown_weight_transfer()
+
+    def adopt_checkpoint(self, checkpoint_dir: str, policy_version: int) -> None:
+        self._engine.adopt_checkpoint(checkpoint_dir, policy_version)
 
     def logprobs_of(self, prompt_ids: list[int], completion_ids: list[int], temperature: float = 1.0) -> list[float]:
         return self._engine.logprobs_of(prompt_ids, completion_ids, temperature)
@@ -384,6 +405,33 @@ class EngineGroup:
             # Actors that did load it keep it; policy_version then reports the disagreement.
             self._weights = previous
             raise
+
+    def weight_target(self, policy_version: int, backend: str, timeout_s: float) -> WeightTarget:
+        """Where a learner sends weights for this group directly (see
+        :mod:`sgs.engines.weight_transfer`); follow with :meth:`adopt_weights`
+        once they arrived, or :meth:`rebuild` if the transfer failed."""
+        return WeightTarget(backend=backend, actors=self.actors, policy_version=policy_version, timeout_s=timeout_s)
+
+    def adopt_weights(self, checkpoint_dir: str, policy_version: int) -> None:
+        """The actors received ``policy_version`` directly; ``checkpoint_dir``
+        holds the same weights, and restarted actors now load it.  Raises when
+        an actor does not serve that version."""
+        previous, self._weights = self._weights, (checkpoint_dir, policy_version)
+        try:
+            self._on_every_actor("adopt_checkpoint", checkpoint_dir, policy_version)
+        except BaseException:
+            self._weights = previous
+            raise
+
+    def rebuild(self, checkpoint_dir: str, policy_version: int) -> None:
+        """Replace every actor by a new one on ``checkpoint_dir``: after a
+        failed direct transfer, an engine may hold part of the new weights,
+        and only a fresh process is sure not to."""
+        self._weights = (checkpoint_dir, policy_version)
+        for index in range(len(self._engines)):
+            self._restart(index)
+        self.stats.actor_restarts += len(self._engines)
+        self._on_every_actor("policy_version")
 
     @property
     def policy_version(self) -> int:

@@ -32,6 +32,9 @@ Weights: ``load_weights`` reloads a checkpoint into the running engine
 reload, which works in process and across worker processes alike), then
 drops the prefix cache, whose blocks hold keys and values computed by the old
 weights.  No engine is rebuilt, and the KV cache memory stays allocated.
+Built with ``weight_transfer_backend``, the engine also takes weights that a
+learner sends directly (``init_weight_transfer`` ... ``finish_weight_update``,
+vLLM's weight-transfer API, driven by :mod:`sgs.engines.weight_transfer`).
 
 ``logprobs_of`` runs a teacher-forced transformers forward pass on the current
 checkpoint, on the CPU (see its docstring for why not vLLM's prompt log-probs).
@@ -105,6 +108,7 @@ class VLLMEngine(GenerationEngine):
         enforce_eager: bool | None = None,
         seed: int = 0,
         enable_sleep_mode: bool | None = None,
+        weight_transfer_backend: str | None = None,
     ) -> None:
         """
         Args:
@@ -123,6 +127,10 @@ class VLLMEngine(GenerationEngine):
                 (every request carries its own seed, see :meth:`generate`).
             enable_sleep_mode: allow :meth:`sleep`; default where the platform
                 supports it (CUDA), never on a CPU.
+            weight_transfer_backend: accept weights sent by the learner over
+                this transport ("gloo" on CPUs, "nccl" on GPUs; see
+                :mod:`sgs.engines.weight_transfer`); None: weights only come
+                from checkpoints (:meth:`load_weights`).
         """
         from vllm.platforms import current_platform
 
@@ -143,6 +151,16 @@ class VLLMEngine(GenerationEngine):
 
         from vllm import LLM
 
+        transfer_config = None
+        if weight_transfer_backend is not None:
+            from vllm.config.weight_transfer import WeightTransferConfig
+
+            from sgs.engines.weight_transfer import register_gloo_backend
+
+            if weight_transfer_backend == "gloo":
+                # The CPU worker runs in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0).
+                register_gloo_backend()
+            transfer_config = WeightTransferConfig(backend=weight_transfer_backend)
         self._llm: LLM = LLM(
             model=model_path,
             dtype=self._dtype,
@@ -161,6 +179,7 @@ class VLLMEngine(GenerationEngine):
             # Sampling comes only from SamplingSettings, never from the checkpoint's
             # generation_config defaults (its stop ids are passed explicitly).
             generation_config="vllm",
+            weight_transfer_config=transfer_config,
         )
         self._max_model_len = self._llm.llm_engine.model_config.max_model_len
 
@@ -217,6 +236,41 @@ class VLLMEngine(GenerationEngine):
         self._checkpoint_dir = str(checkpoint_dir)
         self._reference = None
         self._policy_version = version
+
+    # -- direct weight transfer (sgs.engines.weight_transfer drives these) ------
+
+    def init_weight_transfer(self, init_info: dict[str, Any]) -> None:
+        """Join the learner's weight-transfer group (blocks until the learner joins)."""
+        self._llm.collective_rpc("init_weight_transfer_engine", args=(init_info,))
+
+    def start_weight_update(self) -> None:
+        self._llm.collective_rpc("start_weight_update")
+
+    def update_weights(self, update_info: dict[str, Any] | list[dict[str, Any]]) -> None:
+        """Receive the parameters the learner broadcasts and load them in place."""
+        self._llm.collective_rpc("update_weights", args=(update_info,))
+
+    def finish_weight_update(self, policy_version: int) -> None:
+        """Complete the update and label the new weights ``policy_version``."""
+        version = _check_version(policy_version)
+        self._llm.collective_rpc("finish_weight_update")
+        # Cached prefix blocks hold keys and values computed by the old weights.
+        if not self._llm.reset_prefix_cache():
+            raise RuntimeError("vLLM refused to reset its prefix cache after a weight update")
+        self._reference = None
+        self._policy_version = version
+
+    def shutdown_weight_transfer(self) -> None:
+        self._llm.collective_rpc("shutdown_weight_transfer_engine")
+
+    def adopt_checkpoint(self, checkpoint_dir: str, policy_version: int) -> None:
+        """Record that the weights received as ``policy_version`` are those
+        saved in ``checkpoint_dir`` (what :meth:`logprobs_of` then loads)."""
+        if policy_version != self._policy_version:
+            raise RuntimeError(f"the engine serves policy version {self._policy_version}, not {policy_version}: "
+                               f"it did not receive the weights of {checkpoint_dir}")
+        self._checkpoint_dir = str(checkpoint_dir)
+        self._reference = None
 
     @torch.no_grad()
     def logprobs_of(

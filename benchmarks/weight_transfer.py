@@ -1,0 +1,118 @@
+"""Weight-update benchmark: weights sent into a running vLLM engine against the
+engine reloading the same weights from a checkpoint, on this machine.
+
+    RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/weight_transfer.py [--shape medium] [--repeats 3]
+
+After each training run the learner writes a Hugging Face checkpoint (both
+ways: resumed runs and restarted engines need it), and the engines must then
+serve the new weights.  Two ways, timed side by side in one run:
+
+* reload: ``EngineGroup.load_weights`` (each engine reads the safetensors
+  file and loads it in place, vLLM's ``reload_weights``);
+* direct: ``send_weights`` from this process (which plays the learner's
+  rank 0, holding the trained model in memory) over gloo into the engine's
+  workers, then ``EngineGroup.adopt_weights`` (what the loop does).
+
+Each round first sends model B directly, then reloads checkpoint A, so every
+update really changes the weights; after each, the engine's log-probs of a
+probe sequence are compared with a transformers pass over the weights it
+should hold (the ``gap`` column).  Models (random weights, the project's tiny
+tokenizer, float32): ``tiny`` is the test model (hidden 256, 4 layers);
+``medium`` (default) hidden 1024, 12 layers, about 170M parameters (0.7 GB).
+
+Prints a table and, as its last line, ``weight_transfer: <ratio>x`` (reload
+seconds over direct seconds, medians).  GPU engines use vLLM's NCCL
+transport instead, which needs the learner and the engine on different GPUs;
+this script does not run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import ray
+import torch
+from transformers import AutoModelForCausalLM
+
+from sgs.engines import EngineGroup
+from sgs.engines.hf import completion_logprobs
+from sgs.engines.weight_transfer import send_weights
+from sgs.models.tiny import TinyModelSettings, build_tiny_model
+
+SHAPES = {
+    "tiny": TinyModelSettings(hidden_size=256, intermediate_size=1024, num_hidden_layers=4, num_attention_heads=4,
+                              num_key_value_heads=4, max_position_embeddings=1024),
+    "medium": TinyModelSettings(hidden_size=1024, intermediate_size=4096, num_hidden_layers=12,
+                                num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=1024),
+}
+PROBE = ([1, 40, 41, 42, 43, 44, 45], [50, 51, 52, 53, 54, 55, 56, 57])
+
+
+def probe_gap(group: EngineGroup, model: torch.nn.Module) -> float:
+    """Largest per-token log-prob difference between the engine and ``model`` on the probe."""
+    expected, mask = completion_logprobs(model, [PROBE[0]], [PROBE[1]], 0, 1.0)
+    expected = expected[0][mask[0]].tolist()
+    return max(abs(a - b) for served in group.served_logprobs(*PROBE) for a, b in zip(served, expected))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="medium")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of one direct send and one reload")
+    parser.add_argument("--workdir", type=Path, default=None, help="where the two checkpoints go (default: a temp dir)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = args.workdir or Path(scratch)
+        path_a = str(build_tiny_model(workdir / "a", [], SHAPES[args.shape], seed=0))
+        path_b = str(build_tiny_model(workdir / "b", [], SHAPES[args.shape], seed=1))
+        model_a = AutoModelForCausalLM.from_pretrained(path_a).eval()
+        model_b = AutoModelForCausalLM.from_pretrained(path_b).eval()
+        parameters = sum(p.numel() for p in model_b.parameters())
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+        group = EngineGroup("bench", path_a, num_engines=1, backend="vllm", num_cpus=1,
+                            engine_options={"weight_transfer_backend": "gloo"})
+        try:
+            rows = {"direct": [], "reload": []}
+            gaps = {"direct": [], "reload": []}
+            version = 0
+            for _ in range(args.repeats):
+                version += 1
+                seconds = send_weights(model_b, group.weight_target(version, "gloo", timeout_s=300))
+                # The loop confirms a direct transfer with adopt_weights: part of "direct".
+                begin = time.perf_counter()
+                group.adopt_weights(path_b, version)
+                rows["direct"].append(seconds + time.perf_counter() - begin)
+                gaps["direct"].append(probe_gap(group, model_b))
+
+                version += 1
+                begin = time.perf_counter()
+                group.load_weights(path_a, version)
+                rows["reload"].append(time.perf_counter() - begin)
+                gaps["reload"].append(probe_gap(group, model_a))
+        finally:
+            group.shutdown()
+            ray.shutdown()
+
+    print(f"\nmodel: {args.shape}, {parameters / 1e6:.0f}M parameters (float32, "
+          f"{parameters * 4 / 2**30:.2f} GiB); one vLLM engine (CPU), gloo; {args.repeats} rounds")
+    print(f"{'method':<34}{'median s':>10}{'min s':>9}{'max gap':>11}")
+    labels = {"direct": "direct (send_weights + adopt)", "reload": "reload from checkpoint"}
+    for method in ("direct", "reload"):
+        print(f"{labels[method]:<34}{statistics.median(rows[method]):>10.3f}{min(rows[method]):>9.3f}"
+              f"{max(gaps[method]):>11.2e}")
+    ratio = statistics.median(rows["reload"]) / statistics.median(rows["direct"])
+    print(f"weight_transfer: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

