@@ -398,13 +398,7 @@ class EngineGroup:
 
         An actor lost meanwhile is restarted on the new checkpoint.
         """
-        previous, self._weights = self._weights, (checkpoint_dir, policy_version)
-        try:
-            self._on_every_actor("load_weights", checkpoint_dir, policy_version)
-        except BaseException:
-            # Actors that did load it keep it; policy_version then reports the disagreement.
-            self._weights = previous
-            raise
+        self._switch_weights("load_weights", checkpoint_dir, policy_version)
 
     def weight_target(self, policy_version: int, backend: str, timeout_s: float) -> WeightTarget:
         """Where a learner sends weights for this group directly (see
@@ -416,10 +410,16 @@ class EngineGroup:
         """The actors received ``policy_version`` directly; ``checkpoint_dir``
         holds the same weights, and restarted actors now load it.  Raises when
         an actor does not serve that version."""
+        self._switch_weights("adopt_checkpoint", checkpoint_dir, policy_version)
+
+    def _switch_weights(self, method: str, checkpoint_dir: str, policy_version: int) -> None:
+        """Make ``checkpoint_dir`` the group's weights (what restarted actors
+        load) and call ``method`` with it on every actor."""
         previous, self._weights = self._weights, (checkpoint_dir, policy_version)
         try:
-            self._on_every_actor("adopt_checkpoint", checkpoint_dir, policy_version)
+            self._on_every_actor(method, checkpoint_dir, policy_version)
         except BaseException:
+            # Actors that did switch keep the new weights; policy_version then reports the disagreement.
             self._weights = previous
             raise
 
