@@ -353,6 +353,13 @@ class Loop:
         self._unloaded: dict[str, tuple[Checkpoint, list[float] | None, bool | None]] = {}
         self.monitor = LiveMonitor(run_name, PHASES)
         """Live gauges on the Ray dashboard."""
+        # Fault counts are the run's totals: earlier sessions' counts, as of the last
+        # recorded iteration, plus this session's; a session that finds finished
+        # phases is a resume.
+        recorded = store.metrics()
+        self._earlier_faults = {key: value for key, value in (recorded[-1] if recorded else {}).items()
+                                if key.startswith("faults/")}
+        self._resumed = store.resume_point(PHASES) != (0, PHASES[0])
 
     # -- driving -------------------------------------------------------------
 
@@ -841,14 +848,16 @@ class Loop:
         return numbers
 
     def _fault_counts(self) -> dict[str, int]:
-        """Actors lost and work redone since this driver started (a resumed run starts again from 0)."""
+        """Actors lost, work redone and driver resumes over the whole run so far
+        (earlier sessions counted up to their last recorded iteration)."""
         counts = {"faults/verifier_restarts": self.rt.pool.stats.workers_restarted,
-                  "faults/verifier_requeued": self.rt.pool.stats.requeued}
+                  "faults/verifier_requeued": self.rt.pool.stats.requeued,
+                  "faults/driver_resumes": int(self._resumed)}
         for role, group in self.rt.engines.items():
             counts[f"faults/engine_restarts/{role}"] = group.stats.actor_restarts
             counts[f"faults/engine_hung/{role}"] = group.stats.hung_actors
             counts[f"faults/chunks_resubmitted/{role}"] = group.stats.chunks_resubmitted
-        return counts
+        return {key: count + self._earlier_faults.get(key, 0) for key, count in counts.items()}
 
     def _benchmark_matches(self, conjectures: Sequence[Conjecture]) -> int:
         """Conjectures that state a benchmark problem, excluded or let through."""

@@ -502,6 +502,8 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
         # The resumed process wrote the report; the phase the killed one finished has no timing in it.
         page = check_report(run_dir / "report" / "report.md")
         assert "no `phase_seconds/conjecture` in iteration(s) 1" in page
+        # Iteration 0 was recorded by the first session, iteration 1 after the resume.
+        assert [m["faults/driver_resumes"] for m in metrics] == [0, 1]
     finally:
         store.close()
 
