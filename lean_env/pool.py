@@ -430,6 +430,11 @@ class VerifierPool:
         """Submitted tasks that have not yet been returned by :meth:`poll`."""
         return self._outstanding
 
+    def waitables(self) -> list[ray.ObjectRef]:
+        """The checks in flight, which :meth:`poll` waits on: for a caller that
+        waits on the pool and something else at once and then calls ``poll(0)``."""
+        return list(self._running)
+
     def results(self) -> Iterator[tuple[ProofTask, Verdict]]:
         """Yield ``(task, verdict)`` as checks complete, until every submitted
         task has been answered."""

@@ -17,11 +17,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import ray
+
 from lean_env.verdict import ProofTask, Verdict
 from sgs.engines import EngineGroup, Sample, SamplingSettings
 
 #: Engine calls per engine and phase: more chunks start verification sooner.
-CHUNKS_PER_ENGINE = 4
+CHUNKS_PER_ENGINE = 8
+
+#: Longest single wait, so the engines' heartbeats and the pool's hang checks run often enough.
+WAIT_S = 1.0
 
 
 
@@ -79,14 +84,22 @@ def stream(
     chunks are redone by the group, a lost verifier's checks by the pool.  The
     group must have no other chunks in flight (one stream at a time).
     """
+    engine = submitted.engine
     waiting = dict(submitted.requests)
     while waiting or (pool is not None and pool.outstanding):
         checking = pool is not None and pool.outstanding > 0
+        if waiting and checking:
+            # Wake on whichever comes first, a chunk or a verdict, then take both
+            # without waiting: polling one side on a timer would leave the
+            # verifiers without new checks between polls.
+            refs = engine.waitables() + pool.waitables()
+            if refs:
+                ray.wait(refs, num_returns=1, timeout=WAIT_S)
         if waiting:
-            for key, chunk in submitted.engine.poll(timeout=0.05 if checking else 1.0):
+            for key, chunk in engine.poll(timeout=0.0 if checking else WAIT_S):
                 for request, samples in zip(waiting.pop(key), chunk):
                     for sample_id, sample in zip(request.sample_ids, samples):
                         on_sample(request, sample_id, sample)
         if pool is not None and pool.outstanding:
-            for task, verdict in pool.poll(timeout=0.0 if waiting else 1.0):
+            for task, verdict in pool.poll(timeout=0.0 if waiting else WAIT_S):
                 on_verdict(task, verdict)

@@ -313,6 +313,9 @@ class ScriptedEngine:
         ready, self._ready = self._ready, []
         return ready
 
+    def waitables(self):
+        return []  # every chunk is ready at once
+
     def _sample(self, prompt: str, index: int) -> Sample:
         return Sample(text=self.answer(prompt, index), token_ids=[1], logprobs=[-0.1], prompt_token_ids=[1],
                       finish_reason="stop", policy_version=self.policy_version, entropy=0.0)

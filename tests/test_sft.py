@@ -267,6 +267,9 @@ class ScriptedEngine:
         done, self._done = self._done, []
         return done
 
+    def waitables(self):
+        return []  # every chunk is ready at once
+
     @property
     def outstanding(self):
         return len(self._done)

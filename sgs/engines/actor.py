@@ -368,6 +368,13 @@ class EngineGroup:
         """Submitted chunks that :meth:`poll` has not handed back yet."""
         return len(self._chunks) + len(self._finished)
 
+    def waitables(self) -> list[ray.ObjectRef]:
+        """What :meth:`poll` waits on (chunks in flight, heartbeat pings), for a
+        caller that waits on this group and something else at once and then
+        calls ``poll(0)``."""
+        return ([chunk.ref for chunk in self._chunks.values()]
+                + [engine.ping for engine in self._engines if engine.ping is not None])
+
     def generate(
         self, prompts: list[str], settings: SamplingSettings, chunk_size: int | None = None
     ) -> list[list[Sample]]:
