@@ -120,3 +120,37 @@ def test_update_info_is_checked_before_anything_is_received():
         GlooUpdateInfo(names=["a"], dtype_names=["floaty"], shapes=[[1]])
     with pytest.raises(ValueError, match="unknown weight transfer backend 'ipc'"):
         WeightTarget("ipc", [object()], policy_version=1)
+
+
+class RecordingActor:
+    """Test double for an engine actor on the NCCL path (which needs GPUs):
+    records the init info the client sends it."""
+
+    def __init__(self):
+        self.received = []
+        self.init_weight_transfer = self
+
+    def remote(self, init_info):
+        self.received.append(init_info)
+        return ray.put(None)
+
+
+def test_the_nccl_path_speaks_the_installed_vllms_protocol(ray_session):
+    """The NCCL transport cannot run here; what can be checked is that each
+    engine gets init info the installed vLLM's NCCL engine accepts, with ranks
+    1 and 2, from what vLLM's NCCL trainer hands the client."""
+    from vllm.distributed.weight_transfer.nccl_common import NCCLWeightTransferInitInfo, worker_init_payload
+
+    from sgs.engines.weight_transfer import EngineWeightClient, trainer_init_info
+
+    actors = [RecordingActor(), RecordingActor()]
+    info = trainer_init_info(WeightTarget("nccl", actors, policy_version=1), "10.0.0.1")
+    assert info.backend == "nccl" and info.is_sender and info.world_size == 3
+    # As NCCLTrainerWeightTransferEngine.trainer_init builds it: workers from rank_offset 1.
+    payload = worker_init_payload(NCCLWeightTransferInitInfo(
+        master_address=info.master_address, master_port=info.master_port, rank_offset=1,
+        world_size=info.world_size, packed=info.packed))
+    EngineWeightClient(actors, policy_version=1).init_weight_transfer_engine(payload)
+    parsed = [NCCLWeightTransferInitInfo(**actor.received[0]) for actor in actors]
+    assert [p.rank_offset for p in parsed] == [1, 2]
+    assert {(p.master_address, p.master_port, p.world_size) for p in parsed} == {("10.0.0.1", info.master_port, 3)}

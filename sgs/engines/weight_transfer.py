@@ -124,19 +124,7 @@ def send_weights(model: torch.nn.Module, target: WeightTarget) -> float:
     from vllm.distributed.weight_transfer.factory import WeightTransferTrainerFactory
 
     start = time.perf_counter()
-    address = ray.util.get_node_ip_address()
-    world_size = 1 + len(target.actors)
-    if target.backend == "gloo":
-        from sgs.engines.gloo_transfer import GlooTrainerInitInfo
-
-        register_gloo_backend()
-        init_info = GlooTrainerInitInfo(rank=0, master_address=address, world_size=world_size,
-                                        timeout_s=target.timeout_s)
-    else:
-        from vllm.distributed.weight_transfer.nccl_engine import NCCLTrainerInitInfo
-
-        init_info = NCCLTrainerInitInfo(rank=0, master_address=address, master_port=_free_port(),
-                                        world_size=world_size)
+    init_info = trainer_init_info(target, ray.util.get_node_ip_address())
     client = EngineWeightClient(target.actors, target.policy_version)
     engine = WeightTransferTrainerFactory.trainer_init(init_info, client=client, source=ModuleSource(model))
     try:
@@ -148,6 +136,20 @@ def send_weights(model: torch.nn.Module, target: WeightTarget) -> float:
         except Exception as error:  # the update itself succeeded or already raised
             log.warning("engines did not close their weight-transfer groups: %s", error)
     return time.perf_counter() - start
+
+
+def trainer_init_info(target: WeightTarget, address: str) -> Any:
+    """vLLM's trainer-side init info for ``target``: the learner (rank 0, at
+    ``address``) and one worker per engine."""
+    world_size = 1 + len(target.actors)
+    if target.backend == "gloo":
+        from sgs.engines.gloo_transfer import GlooTrainerInitInfo
+
+        register_gloo_backend()
+        return GlooTrainerInitInfo(rank=0, master_address=address, world_size=world_size, timeout_s=target.timeout_s)
+    from vllm.distributed.weight_transfer.nccl_engine import NCCLTrainerInitInfo
+
+    return NCCLTrainerInitInfo(rank=0, master_address=address, master_port=_free_port(), world_size=world_size)
 
 
 def _free_port() -> int:
