@@ -922,12 +922,16 @@ def _active_engines(resources: ResourcesConfig, method: MethodConfig) -> int:
     return engines
 
 
+def _engines_on_gpu(resources: ResourcesConfig) -> bool:
+    return resources.gpus_per_engine > 0 or resources.colocate_engines_with_learner
+
+
 def weight_transfer_backend(resources: ResourcesConfig) -> str | None:
     """The transport trained weights take into the engines ("gloo" between
     CPU processes, "nccl" between GPUs), or None: the engines load checkpoints."""
     if resources.weight_transfer != "direct":
         return None
-    return "nccl" if resources.gpus_per_engine > 0 or resources.colocate_engines_with_learner else "gloo"
+    return "nccl" if _engines_on_gpu(resources) else "gloo"
 
 
 def engines_sleep_during_training(resources: ResourcesConfig) -> bool:
@@ -935,8 +939,7 @@ def engines_sleep_during_training(resources: ResourcesConfig) -> bool:
     engines sleep unless the learner sends them weights directly."""
     if resources.sleep_engines_during_training is not None:
         return resources.sleep_engines_during_training
-    on_gpu = resources.gpus_per_engine > 0 or resources.colocate_engines_with_learner
-    return on_gpu and weight_transfer_backend(resources) is None
+    return _engines_on_gpu(resources) and weight_transfer_backend(resources) is None
 
 
 def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:

@@ -506,7 +506,7 @@ class EngineGroup:
                     answers[index] = ray.get(ref)
                     self._engines[index].answered = True
                 except RayActorError as error:
-                    lost.setdefault(index, _first_line(error))
+                    lost.setdefault(index, first_line(error))
                 except Exception as error:  # the engine raised (a bad checkpoint, ...): the caller's error
                     errors.append(error)
             else:
@@ -530,7 +530,7 @@ class EngineGroup:
         try:
             self._finished[chunk.key] = ray.get(chunk.ref)
         except RayActorError as error:
-            lost.setdefault(chunk.engine, _first_line(error))
+            lost.setdefault(chunk.engine, first_line(error))
             return
         except Exception as error:  # the engine itself raised (a bad prompt, ...): the caller's error
             errors.append(error)
@@ -544,7 +544,7 @@ class EngineGroup:
         try:
             ray.get(ping)
         except RayActorError as error:
-            lost.setdefault(index, _first_line(error))
+            lost.setdefault(index, first_line(error))
             return
         engine.answered = True
         engine.last_answer = time.monotonic()
@@ -638,7 +638,7 @@ def _ready(refs: list[ray.ObjectRef], timeout: float) -> list[ray.ObjectRef]:
     return ready
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     """An exception as one short line (Ray's carry whole tracebacks)."""
     text = str(error).strip()
     return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"

@@ -36,6 +36,8 @@ from vllm.distributed.weight_transfer.base import (
 )
 from vllm.distributed.weight_transfer.factory import WeightTransferEngineFactory, WeightTransferTrainerFactory
 
+from sgs.engines.actor import first_line
+
 BACKEND = "gloo"
 
 
@@ -180,7 +182,7 @@ class GlooTrainerWeightTransferEngine(TrainerWeightTransferEngine[GlooTrainerIni
                 # The store's own error only names a missing key; say which engine failed, if one did.
                 cause = joined.exception() if joined.done() else None
                 raise RuntimeError(f"the engines did not join the weight-transfer group within "
-                                   f"{init_info.timeout_s:g} s: {_first_line(cause or error)}") from error
+                                   f"{init_info.timeout_s:g} s: {first_line(cause or error)}") from error
             joined.result()
         finally:
             pool.shutdown(wait=False)
@@ -212,8 +214,3 @@ class GlooTrainerWeightTransferEngine(TrainerWeightTransferEngine[GlooTrainerIni
 
     def shutdown(self) -> None:
         self._group = None
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"
