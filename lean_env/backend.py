@@ -39,6 +39,20 @@ class ProverBackend(abc.ABC):
         statement that elaborates under ``header`` with a placeholder proof
         (``sorry`` / ``Admitted``).  ``valid`` means it does."""
 
+    def audit(self, task: ProofTask, timeout: float) -> Verdict:
+        """A second opinion on a proof :meth:`check_proof` called ``valid``.
+
+        Re-checks ``task`` through a path that shares as little as possible
+        with the interactive session: the whole file compiled from scratch by
+        the prover's batch compiler in a fresh sandbox, then its axioms listed
+        by an independent tool (Rocq: ``coqc`` + ``coqchk``; Lean:
+        ``lake env lean`` + ``#print axioms``).  Returns ``valid`` when that
+        path accepts the proof too, and otherwise a verdict whose ``reason``
+        says what it objected to.  Like ``check_proof``, never raises on bad
+        input.
+        """
+        raise NotImplementedError(f"the {self.name} backend has no audit path")
+
     def prover_pids(self) -> list[int]:
         """Process ids of the live prover processes (for monitoring and for
         fault-injection tests); empty when none is running."""

@@ -65,6 +65,11 @@ class Verdict:
     seconds: float = 0.0
     worker: str = ""
     cached: bool = False
+    #: the second opinion on a ``valid`` verdict (:meth:`ProverBackend.audit`):
+    #: "" = not audited, "agree" = the independent path accepted it too,
+    #: "disagree" = it did not (the pool then turns the verdict ``invalid``
+    #: with reason ``audit_disagreement``, so the proof earns no reward)
+    audit: str = ""
 
     @property
     def valid(self) -> bool:
