@@ -4,6 +4,7 @@ same examples and the same model, in one run.
 
     RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/learner.py [--examples 128] [--workers 2]
     RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/learner.py --shape 7b     # a GPU machine
+    RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/learner.py --shape 7b --layers 8   # fits one 80 GB GPU
 
 ``--shape tiny`` (the default) is the tiny Llama of ``conf/model/tiny.yaml``
 on CPU.  ``--shape 7b`` is a randomly initialised Llama of the shape of
@@ -77,14 +78,15 @@ class Row:
         return self.tokens / self.wall_seconds if self.wall_seconds else 0.0
 
 
-def build_checkpoint(shape: str, directory: Path) -> str:
-    """The benchmark's base checkpoint: the tiny model, or a random bf16 7B-shaped Llama with the tiny tokenizer."""
+def build_checkpoint(shape: str, directory: Path, layers: int | None = None) -> str:
+    """The benchmark's base checkpoint: the tiny model, or a random bf16 7B-shaped Llama with the tiny tokenizer
+    (``layers`` keeps the 7B width with fewer layers, so that every row fits one GPU)."""
     tiny = str(build_tiny_model(directory / "tiny", [], TinyModelSettings(), seed=0))
     if shape == "tiny":
         return tiny
     tokenizer = AutoTokenizer.from_pretrained(tiny)
     config = LlamaConfig(
-        **SHAPE_7B,
+        **{**SHAPE_7B, **({"num_hidden_layers": layers} if layers else {})},
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
@@ -165,11 +167,16 @@ def main() -> None:
     parser.add_argument("--prompt-len", type=int, default=None, help="mean prompt tokens (tiny 64, 7b 512)")
     parser.add_argument("--completion-len", type=int, default=None, help="mean completion tokens (tiny 192, 7b 1536)")
     parser.add_argument("--workers", type=int, default=None, help="Ray Train workers (tiny: 2; 7b: the GPUs)")
+    parser.add_argument("--layers", type=int, default=None,
+                        help="7b only: keep the 7B width with this many layers (30 in the real shape); with 8, "
+                             "DDP and ZeRO-2 fit one 80 GB GPU")
     args = parser.parse_args()
 
     gpu = args.shape == "7b"
     if gpu and not torch.cuda.is_available():
         parser.error("--shape 7b needs a GPU machine")
+    if args.layers is not None and (not gpu or args.layers < 1):
+        parser.error("--layers needs --shape 7b and a positive number")
     workers = args.workers or (torch.cuda.device_count() if gpu else 2)
     prompt_len = args.prompt_len or (512 if gpu else 64)
     completion_len = args.completion_len or (1536 if gpu else 192)
@@ -186,7 +193,7 @@ def main() -> None:
     ray.init(logging_level=logging.WARNING, **({} if gpu else {"num_cpus": workers}))
     work = Path(tempfile.mkdtemp(prefix="bench-learner-"))
     try:
-        checkpoint = build_checkpoint(args.shape, work)
+        checkpoint = build_checkpoint(args.shape, work, args.layers)
         vocab = AutoTokenizer.from_pretrained(checkpoint).vocab_size
         examples = make_examples(args.examples, prompt_len, completion_len, vocab)
         if not gpu:
@@ -202,7 +209,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
         ray.shutdown()
 
-    print(f"\nshape {args.shape}, {args.examples} sequences, {workers} Ray Train workers"
+    layers = f" ({args.layers} layers)" if args.layers else ""
+    print(f"\nshape {args.shape}{layers}, {args.examples} sequences, {workers} Ray Train workers"
           f"{'' if gpu else ' of 1 CPU each, plain loop on 1 thread'}, "
           f"global batch {settings.global_batch_size}, micro-batch {settings.micro_batch_size}")
     print(f"{'run':<34} {'tokens':>8} {'train s':>8} {'train tok/s':>12} {'wall s':>8} {'end-to-end tok/s':>17}")
