@@ -244,6 +244,15 @@ def test_a_cached_verdict_from_before_the_audit_is_audited(auditing_pool):
     assert pool.stats.audited == 1
 
 
+def test_an_audit_past_its_time_limit_is_inconclusive_and_the_proof_stays_valid(auditing_pool):
+    pool = auditing_pool
+    pool.audit_timeout = 0.001   # real coqc cannot even start in that time
+    [verdict] = pool.verify([lia_task(920)])
+    assert (verdict.status, verdict.audit) == (Status.VALID, "inconclusive")
+    assert verdict.messages[-1] == "audit inconclusive: audit_timeout"
+    assert pool.stats.audit_inconclusive == 1 and pool.stats.rejected == {}
+
+
 def test_a_disagreement_withholds_the_reward_and_is_logged(ray_session, require_rocq, tmp_path):
     log_path = tmp_path / "audit.jsonl"
     pool = VerifierPool(DisagreeingAuditSpec("rocq"), num_workers=1, timeout=20, cpus_per_worker=0.5,

@@ -32,6 +32,7 @@ backend's, for text its normal checks refuse).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Sequence
@@ -40,7 +41,7 @@ from lean_env.rocq.census import CensusError, coqchk_options, parse_summary, par
 from lean_env.rocq.checks import Sentence, Statement
 from lean_env.rocq.config import RocqConfig
 from lean_env.rocq.output import parse_assumptions
-from lean_env.sandbox import CommandResult, Limits, run_batch
+from lean_env.sandbox import CommandResult, run_batch
 from lean_env.verdict import Status
 
 #: logical library the scratch directory is mapped to (``-Q . SgsAudit``)
@@ -96,10 +97,7 @@ def audit_proof(config: RocqConfig, header: Sequence[Sentence], statement: State
                 timeout: float) -> AuditOutcome:
     """Compile, coqchk and query one proof whose text passed the checks;
     ``timeout`` seconds of wall clock for all three commands."""
-    limits = config.limits()
-    limits = Limits(address_space_bytes=limits.address_space_bytes, cpu_seconds=None,
-                    open_files=limits.open_files, isolate_network=limits.isolate_network,
-                    max_output_bytes=limits.max_output_bytes, file_size_bytes=AUDIT_FILE_SIZE_BYTES)
+    limits = dataclasses.replace(config.limits(), file_size_bytes=AUDIT_FILE_SIZE_BYTES)
     files = {f"{AUDIT_MODULE}.v": audit_source(header, statement, body),
              f"{QUERY_MODULE}.v": query_source(header, statement.name)}
     try:
