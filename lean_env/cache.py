@@ -5,11 +5,13 @@ Only verdicts that depend on the proof alone are cached (``valid`` and
 the infrastructure, so both are always re-checked.
 
 The cache can persist to an append-only JSONL file so a restarted run does not
-re-verify proofs it has already checked.
+re-verify proofs it has already checked.  Verdicts keep their ``audit`` field
+(the pool's second opinion), so an audited proof is not audited again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -57,14 +59,20 @@ class VerdictCache:
                 self.misses += 1
                 return None
             self.hits += 1
-        return Verdict(status=v.status, reason=v.reason, messages=list(v.messages),
-                       seconds=0.0, worker=v.worker, cached=True)
+        return dataclasses.replace(v, messages=list(v.messages), seconds=0.0, cached=True)
 
     def put(self, key: str, verdict: Verdict) -> None:
+        """Store ``verdict``.  A key already present is only overwritten by a
+        verdict that differs in status, reason or audit (a cached ``valid``
+        audited later); on reload the file's last line for a key wins."""
         if verdict.status not in CACHEABLE:
             return
         with self._lock:
-            if key in self._data or len(self._data) >= self.max_entries:
+            old = self._data.get(key)
+            if old is not None and (old.status, old.reason, old.audit) == (verdict.status, verdict.reason,
+                                                                           verdict.audit):
+                return
+            if old is None and len(self._data) >= self.max_entries:
                 return
             self._data[key] = verdict
             if self.path is not None:

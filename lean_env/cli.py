@@ -3,7 +3,11 @@
     python -m lean_env verify --backend rocq --input proofs.jsonl --output verdicts.jsonl --workers 2
 
 Input lines: ``{"id", "header", "statement", "proof"}``.  Output lines, in input
-order: ``{"id", "status", "reason", "messages", "seconds"}``.  A malformed
+order: ``{"id", "status", "reason", "messages", "seconds"}``, plus ``"audit"``
+(``agree``, ``disagree``, ``inconclusive``) for an audited proof.  ``--audit``
+re-checks every ``valid`` proof through the backend's independent audit path
+(``--audit-fraction F``: a share F of them; default none), ``--audit-log PATH``
+appends each disagreement there.  A malformed
 input line gets status ``invalid`` with its line number; every other line is
 still checked.  A progress bar and a summary go to stderr.  Exit status 0 when
 every line got a verdict, 2 on a usage error.
@@ -98,6 +102,10 @@ def run_verify(args: argparse.Namespace) -> int:
     if args.workers < 1 or args.timeout <= 0:
         print("error: --workers must be >= 1 and --timeout > 0", file=sys.stderr)
         return 2
+    fraction = 1.0 if args.audit else (args.audit_fraction or 0.0)
+    if not 0 <= fraction <= 1:
+        print(f"error: --audit-fraction must be between 0 and 1, got {fraction}", file=sys.stderr)
+        return 2
     rows = read_input(src)
     spec = build_spec(args)
     verdicts: list[Optional[Verdict]] = [None] * len(rows)
@@ -110,7 +118,8 @@ def run_verify(args: argparse.Namespace) -> int:
              log_to_driver=False)
     try:
         pool = VerifierPool(spec, num_workers=args.workers, timeout=args.timeout,
-                            cache=VerdictCache(args.cache) if args.cache else VerdictCache())
+                            cache=VerdictCache(args.cache) if args.cache else VerdictCache(),
+                            audit_fraction=fraction, audit_log=args.audit_log)
         index_of = {}
         for i, (task, _, _) in enumerate(rows):
             if task is not None:
@@ -131,9 +140,11 @@ def run_verify(args: argparse.Namespace) -> int:
     try:
         for (_, _, raw_id), v in zip(rows, verdicts):
             assert v is not None
-            out.write(json.dumps({"id": raw_id, "status": v.status.value, "reason": v.reason,
-                                  "messages": v.messages, "seconds": round(v.seconds, 4)},
-                                 ensure_ascii=False) + "\n")
+            line = {"id": raw_id, "status": v.status.value, "reason": v.reason, "messages": v.messages,
+                    "seconds": round(v.seconds, 4)}
+            if v.audit:
+                line["audit"] = v.audit
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
     finally:
         if out is not sys.stdout:
             out.close()
@@ -143,6 +154,9 @@ def run_verify(args: argparse.Namespace) -> int:
     print(f"[lean_env] {len(rows)} proofs in {elapsed:.1f} s: {summary} "
           f"(cache hits {stats['cache_hits']}, duplicates {stats['duplicates']}, "
           f"workers restarted {stats['workers_restarted']})", file=sys.stderr)
+    if fraction > 0:
+        print(f"[lean_env] audited {stats['audited']}: {stats['audit_disagreements']} disagreements, "
+              f"{stats['audit_inconclusive']} inconclusive", file=sys.stderr)
     return 0 if all(v is not None for v in verdicts) else 1
 
 
@@ -160,6 +174,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     v.add_argument("--project-dir", help="Lean only: the Mathlib project directory")
     v.add_argument("--cache", help="persist verdicts to this JSONL cache file")
     v.add_argument("--quiet", action="store_true", help="no progress bar")
+    audit = v.add_mutually_exclusive_group()
+    audit.add_argument("--audit", action="store_true",
+                       help="re-check every valid proof through the independent audit path")
+    audit.add_argument("--audit-fraction", type=float, metavar="F",
+                       help="re-check this share (0 to 1) of the valid proofs (default 0)")
+    v.add_argument("--audit-log", metavar="PATH", help="append each audit disagreement to this JSONL file")
     args = parser.parse_args(argv)
     return run_verify(args)
 

@@ -13,7 +13,22 @@ Each worker is a Ray actor that owns one :class:`~lean_env.backend.ProverBackend
   check is duplicated on it and the first verdict wins;
 * never drops work: a worker that dies (or stops answering) is replaced and its
   check requeued; after ``max_worker_losses`` losses the check ends as
-  ``system_error`` so every submitted task gets exactly one verdict.
+  ``system_error`` so every submitted task gets exactly one verdict;
+* audits: a sample of the ``valid`` verdicts (``audit_fraction``) gets a
+  second opinion through :meth:`ProverBackend.audit` before it is returned;
+  a disagreement turns the verdict ``invalid`` (reason
+  ``audit_disagreement``), so the proof earns no reward, and is logged.
+
+Audit sample: a proof check is audited when ``sha256("<audit_seed>:<task
+id>")``, read as a number in [0, 1), is below ``audit_fraction``
+(:func:`audit_sampled`), so a rerun with the same seed audits the same
+proofs.  An audit is a work item of its own, queued behind the checks
+already waiting when the first verdict arrives: it runs on whichever worker
+is free, the worker's warm coqtop keeps serving checks between audits, and
+the hedging, hang and loss handling of checks covers audits too.  Only the
+audited proof waits for its second opinion.  A lost or timed-out audit, or a
+backend without an audit path, is ``inconclusive``: the verdict stays
+``valid`` and is counted.
 
 Usage::
 
@@ -28,7 +43,11 @@ Usage::
 from __future__ import annotations
 
 import collections
+import dataclasses
+import datetime
+import hashlib
 import itertools
+import json
 import logging
 import os
 import time
@@ -48,6 +67,39 @@ log = logging.getLogger(__name__)
 
 PROOF = "proof"
 STATEMENT = "statement"
+AUDIT = "audit"
+
+#: values of ``Verdict.audit`` after an audit
+AGREE, DISAGREE, INCONCLUSIVE = "agree", "disagree", "inconclusive"
+#: the reason of a verdict the audit overturned
+AUDIT_DISAGREEMENT = "audit_disagreement"
+
+
+def audit_sampled(task_id: str, seed: int, fraction: float) -> bool:
+    """Whether the check of task ``task_id`` is audited: a fixed function of
+    the id and the seed, true for about ``fraction`` of all ids (always for
+    1.0, never for 0.0)."""
+    digest = hashlib.sha256(f"{seed}:{task_id}".encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0 ** 64 < fraction
+
+
+def combine_audit(first: Verdict, audit: Verdict) -> Verdict:
+    """The verdict returned for a ``valid`` check ``first`` audited as ``audit``.
+
+    ``valid`` audit: agree.  ``timeout`` or ``system_error`` (no audit path,
+    a lost worker): inconclusive, the verdict stays valid.  ``invalid``:
+    disagree, the verdict becomes ``invalid`` with reason
+    ``audit_disagreement`` and the audit's reason and messages.
+    """
+    if audit.valid:
+        return dataclasses.replace(first, messages=list(first.messages), audit=AGREE)
+    if audit.status in (Status.TIMEOUT, Status.SYSTEM_ERROR):
+        return dataclasses.replace(first, messages=[*first.messages, f"audit inconclusive: {audit.reason}"],
+                                   audit=INCONCLUSIVE)
+    return Verdict(Status.INVALID, reason=AUDIT_DISAGREEMENT,
+                   messages=[f"the first check accepted this proof; the audit rejected it: {audit.reason}",
+                             *audit.messages],
+                   seconds=first.seconds, worker=first.worker, cached=first.cached, audit=DISAGREE)
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -65,6 +117,11 @@ class VerifierWorker:
     def check(self, kind: str, task: ProofTask, timeout: float) -> Verdict:
         if kind == STATEMENT:
             verdict = self.backend.check_statement(task.header, task.statement, timeout)
+        elif kind == AUDIT:
+            try:
+                verdict = self.backend.audit(task, timeout)
+            except NotImplementedError as e:
+                verdict = Verdict(Status.SYSTEM_ERROR, reason="audit_unavailable", messages=[str(e)])
         else:
             verdict = self.backend.check_proof(task, timeout)
         verdict.worker = self.name
@@ -92,6 +149,11 @@ class _Job:
     task: ProofTask
     waiters: list[ProofTask]
     submitted_at: float
+    #: wall-clock seconds the backend gets for it
+    timeout: float
+    #: for an audit: the ``valid`` verdict under audit, and the key it is cached under
+    first: Optional[Verdict] = None
+    cache_key: str = ""
     #: workers currently running this check (more than one when hedged)
     running_on: set[int] = field(default_factory=set)
     #: times a worker died or hung while running this check
@@ -110,11 +172,22 @@ class PoolStats:
     hedge_wins: int = 0
     requeued: int = 0
     workers_restarted: int = 0
+    #: audits finished (agreeing, disagreeing or inconclusive)
+    audited: int = 0
+    #: audits that rejected a proof the first check accepted
+    audit_disagreements: int = 0
+    #: audits that could not decide (timeout, no audit path, lost workers)
+    audit_inconclusive: int = 0
+    #: distinct checks by final status
     verdicts: collections.Counter = field(default_factory=collections.Counter)
+    #: reason of every non-valid verdict returned (cache hits and duplicates included)
+    rejected: collections.Counter = field(default_factory=collections.Counter)
 
     def as_dict(self) -> dict:
-        d = {k: v for k, v in self.__dict__.items() if k != "verdicts"}
+        """Flat counters: the fields, ``verdict_<status>`` and ``rejected/<reason>``."""
+        d = {k: v for k, v in self.__dict__.items() if k not in ("verdicts", "rejected")}
         d.update({f"verdict_{k}": v for k, v in self.verdicts.items()})
+        d.update({f"rejected/{k}": v for k, v in self.rejected.items()})
         return d
 
 
@@ -139,6 +212,10 @@ class VerifierPool:
         placement_strategy: str = "PACK",
         bundle_resources: Optional[dict[str, float]] = None,
         start_timeout: float = 300.0,
+        audit_fraction: float = 0.01,
+        audit_log: Optional[str | os.PathLike] = None,
+        audit_seed: int = 0,
+        audit_timeout: Optional[float] = None,
     ) -> None:
         """
         Args:
@@ -169,6 +246,15 @@ class VerifierPool:
                 nodes started with ``ray start --resources='{"verifier_node": 1}'``.
             start_timeout: seconds to wait for the cluster to have room for
                 every worker.
+            audit_fraction: share of the ``valid`` proof checks that get a
+                second opinion (module docstring: how they are drawn).
+            audit_log: JSONL file each disagreement is appended to (the task,
+                the first verdict, the audit's verdict, the time); ``None``:
+                disagreements are only counted and logged as warnings.
+            audit_seed: seed of the audit sample.
+            audit_timeout: wall-clock seconds per audit; ``None``: three times
+                ``timeout`` (an audit starts its prover from nothing, three
+                times over for Rocq: coqc, coqchk, coqc).
 
         The workers are reserved together in one placement group (all fit
         or none start); a replaced worker takes its predecessor's bundle.
@@ -179,6 +265,15 @@ class VerifierPool:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         if pipeline_depth < 1:
             raise ValueError(f"pipeline_depth must be >= 1, got {pipeline_depth}")
+        if isinstance(audit_fraction, bool) or not isinstance(audit_fraction, (int, float)) \
+                or not 0 <= audit_fraction <= 1:
+            raise ValueError(f"audit_fraction must be a number in [0, 1], got {audit_fraction!r}")
+        if audit_timeout is not None and not audit_timeout > 0:
+            raise ValueError(f"audit_timeout must be > 0 seconds, got {audit_timeout}")
+        self.audit_fraction = float(audit_fraction)
+        self.audit_log = audit_log
+        self.audit_seed = audit_seed
+        self.audit_timeout = float(audit_timeout) if audit_timeout is not None else 3 * float(timeout)
         self.spec = spec
         self.timeout = float(timeout)
         self.cache = cache
@@ -281,21 +376,37 @@ class VerifierPool:
         self.stats.submitted += 1
         self._outstanding += 1
         key = f"{kind}:{task.key(self.version)}"
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                self.stats.cache_hits += 1
-                self._finish_one(task, hit)
-                return
-        job = self._jobs.get(key)
+        job = self._jobs.get(key) or self._jobs.get(f"{AUDIT}:{key}")
         if job is not None:
             self.stats.duplicates += 1
             job.waiters.append(task)
             return
-        job = _Job(key=key, kind=kind, task=task, waiters=[task], submitted_at=time.monotonic())
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            self.stats.cache_hits += 1
+            # a valid verdict cached before any audit decided gets its audit now
+            if hit.audit in ("", INCONCLUSIVE) and self._audit_due(kind, hit, task):
+                self._queue_audit(key, task, [task], hit)
+                self._dispatch()
+            else:
+                self._finish_one(task, hit)
+            return
+        job = _Job(key=key, kind=kind, task=task, waiters=[task], submitted_at=time.monotonic(),
+                   timeout=self.timeout)
         self._jobs[key] = job
         self._queue.append(job)
         self._dispatch()
+
+    def _audit_due(self, kind: str, verdict: Verdict, task: ProofTask) -> bool:
+        return kind == PROOF and verdict.valid and audit_sampled(task.id, self.audit_seed, self.audit_fraction)
+
+    def _queue_audit(self, cache_key: str, task: ProofTask, waiters: list[ProofTask], first: Verdict) -> None:
+        """Queue the audit of ``first``, the valid verdict of ``task``; its
+        ``waiters`` get their verdict when the audit is done."""
+        job = _Job(key=f"{AUDIT}:{cache_key}", kind=AUDIT, task=task, waiters=waiters,
+                   submitted_at=time.monotonic(), timeout=self.audit_timeout, first=first, cache_key=cache_key)
+        self._jobs[job.key] = job
+        self._queue.append(job)
 
     # -- dispatch ---------------------------------------------------------------
     def _next_job_for(self, worker: int) -> Optional[_Job]:
@@ -309,7 +420,7 @@ class VerifierPool:
         return self._queue.popleft() if self._queue else None
 
     def _start(self, worker: int, job: _Job) -> None:
-        ref = self._workers[worker].check.remote(job.kind, job.task, self.timeout)
+        ref = self._workers[worker].check.remote(job.kind, job.task, job.timeout)
         queue = self._inflight[worker]
         self._running[ref] = (worker, job.key, None if queue else time.monotonic())
         queue.append(ref)
@@ -345,16 +456,43 @@ class VerifierPool:
 
     # -- completion ----------------------------------------------------------
     def _finish_one(self, task: ProofTask, verdict: Verdict) -> None:
+        if not verdict.valid:
+            self.stats.rejected[verdict.reason] += 1
         self._ready.append((task, verdict))
 
     def _resolve(self, job: _Job, verdict: Verdict) -> None:
         del self._jobs[job.key]
+        if job.first is not None:
+            verdict = self._audited(job, verdict)
+        elif self._audit_due(job.kind, verdict, job.task):
+            self._queue_audit(job.key, job.task, job.waiters, verdict)
+            return
         if self.cache is not None:
-            self.cache.put(job.key, verdict)
+            self.cache.put(job.cache_key or job.key, verdict)
         self.stats.verdicts[verdict.status.value] += 1
         for i, task in enumerate(job.waiters):
             copy = verdict if i == 0 else Verdict(**{**verdict.__dict__, "messages": list(verdict.messages)})
             self._finish_one(task, copy)
+
+    def _audited(self, job: _Job, audit: Verdict) -> Verdict:
+        """Count an audit's outcome, log a disagreement, and return the verdict
+        the waiters get."""
+        assert job.first is not None
+        final = combine_audit(job.first, audit)
+        self.stats.audited += 1
+        if final.audit == INCONCLUSIVE:
+            self.stats.audit_inconclusive += 1
+        elif final.audit == DISAGREE:
+            self.stats.audit_disagreements += 1
+            log.warning("audit disagreement on task %s: the first check said valid, the audit %s (%s)",
+                        job.task.id, audit.status.value, audit.reason)
+            if self.audit_log is not None:
+                record = {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                          "task": dataclasses.asdict(job.task), "first": job.first.to_json(),
+                          "audit": audit.to_json()}
+                with open(self.audit_log, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return final
 
     def _lost(self, job: Optional[_Job], worker: int, why: str) -> None:
         """A worker died or hung while running ``job``: requeue or give up."""
@@ -401,9 +539,10 @@ class VerifierPool:
         self._resolve(job, verdict)
 
     def _check_hung(self) -> None:
-        limit = self.timeout + self.hang_grace
         now = time.monotonic()
         for ref, (worker, key, started) in list(self._running.items()):
+            job = self._jobs.get(key)
+            limit = (job.timeout if job is not None else self.timeout) + self.hang_grace
             if started is not None and now - started > limit and ref in self._running:
                 self._replace_worker(worker, f"did not answer within {limit:.0f} s")
 

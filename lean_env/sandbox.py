@@ -8,7 +8,9 @@ limits on address space, CPU time and open files, and (where the kernel lets
 an unprivileged user create namespaces) in an empty network namespace.
 
 Both backends use :class:`SandboxedProcess`; framing (blank-line JSON for the
-Lean REPL, prompts for coqtop) is theirs.
+Lean REPL, prompts for coqtop) is theirs.  :func:`run_batch` runs a fixed
+sequence of batch commands (a compiler, then a checker) in one fresh scratch
+directory under the same limits; the audits of both backends use it.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class Limits:
     isolate_network: bool = True
     #: largest answer (bytes) accepted before the process is declared garbled
     max_output_bytes: int = 64 << 20
+    #: largest file the process may write (RLIMIT_FSIZE); None = unlimited
+    file_size_bytes: Optional[int] = None
 
 
 @functools.lru_cache(maxsize=1)
@@ -82,6 +86,8 @@ def _apply_limits(limits: Limits) -> Callable[[], None]:
         if limits.cpu_seconds is not None:
             resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds,) * 2)
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files,) * 2)
+        if limits.file_size_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes,) * 2)
         # no core dumps of a prover that crashed on hostile input
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
@@ -260,3 +266,108 @@ class SandboxedProcess:
                 os.killpg(self.pid, signal.SIGKILL)
         except Exception:
             pass
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one command of :func:`run_batch` did."""
+
+    #: the command as given (without the network-isolation prefix)
+    argv: tuple[str, ...]
+    #: exit status; negative: killed by that signal; None: not finished in time
+    returncode: Optional[int]
+    #: standard output, at most ``Limits.max_output_bytes`` of it, decoded
+    stdout: str
+    #: standard error, at most ``Limits.max_output_bytes`` of it, decoded
+    stderr: str
+    #: wall-clock seconds the command ran
+    seconds: float
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def _plain_file_name(name: str) -> str:
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\0" in name:
+        raise ValueError(f"run_batch: {name!r} is not a plain file name")
+    return name
+
+
+def run_batch(
+    commands: list[list[str]],
+    *,
+    files: dict[str, str],
+    deadline: float,
+    env: Optional[dict[str, str]] = None,
+    limits: Limits = Limits(),
+    name: str = "batch",
+) -> list[CommandResult]:
+    """Run ``commands`` one after another in one fresh scratch directory.
+
+    ``files`` (plain file name -> text) are written there first.  Each
+    command is a new process in its own session under ``limits`` (and without
+    network when ``limits.isolate_network`` and the machine allow it); its
+    stdin is empty and its stdout and stderr go to unnamed temporary files, so
+    that nothing it writes can pass for another command's output.  When a
+    command exits, whatever it left running in its process group is killed.
+
+    The batch stops after the first command that fails (non-zero exit) or
+    runs past ``deadline`` (a ``time.monotonic()`` value; it is then killed
+    and its ``returncode`` is ``None``); the results of the commands that ran
+    are returned in order.  The scratch directory is deleted in every case.
+    Raises ``FileNotFoundError`` before running anything when a command's
+    executable cannot be found (checked here because under the
+    network-isolation prefix a missing binary would only be an exit status).
+    """
+    for argv in commands:
+        if not argv or not all(isinstance(a, str) for a in argv):
+            raise ValueError(f"run_batch: a command must be a non-empty list of strings, got {argv!r}")
+        if shutil.which(argv[0]) is None:
+            raise FileNotFoundError(f"run_batch: {argv[0]!r} is not an executable on PATH")
+    prefix = network_isolation_prefix() if limits.isolate_network else ()
+    scratch = tempfile.mkdtemp(prefix=f"lean_env-{name}-")
+    results: list[CommandResult] = []
+    try:
+        for file_name, text in files.items():
+            with open(os.path.join(scratch, _plain_file_name(file_name)), "x", encoding="utf-8") as f:
+                f.write(text)
+        for argv in commands:
+            result = _run_one(argv, prefix, scratch, env, limits, deadline)
+            results.append(result)
+            if not result.ok:
+                break
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return results
+
+
+def _run_one(argv: list[str], prefix: tuple[str, ...], cwd: str, env: Optional[dict[str, str]],
+             limits: Limits, deadline: float) -> CommandResult:
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([*prefix, *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=err, start_new_session=True, preexec_fn=_apply_limits(limits))
+        try:
+            returncode: Optional[int] = proc.wait(timeout=max(deadline - started, 0.0))
+        except subprocess.TimeoutExpired:
+            returncode = None
+        finally:
+            # the command's own leftovers (a daemon it forked) die with it
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
+        seconds = time.monotonic() - started
+        return CommandResult(argv=tuple(argv), returncode=returncode, stdout=_read_capped(out, limits),
+                             stderr=_read_capped(err, limits), seconds=seconds)
+
+
+def _read_capped(f, limits: Limits) -> str:
+    f.seek(0)
+    return f.read(limits.max_output_bytes).decode("utf-8", "replace")

@@ -32,3 +32,20 @@ def test_persists_and_skips_a_torn_last_line(tmp_path):
     again = VerdictCache(path)
     assert again.get("k").status is Status.VALID
     assert len(again) == 1
+
+
+def test_the_audit_field_survives_memory_and_disk(tmp_path):
+    path = tmp_path / "c.jsonl"
+    cache = VerdictCache(path)
+    cache.put("k", Verdict(Status.VALID, reason="ok"))
+    assert cache.get("k").audit == ""
+    # the same proof audited later: the entry is updated, in memory and on disk
+    cache.put("k", Verdict(Status.VALID, reason="ok", audit="agree"))
+    cache.put("d", Verdict(Status.INVALID, reason="audit_disagreement", audit="disagree"))
+    assert cache.get("k").audit == "agree"
+    reloaded = VerdictCache(path)
+    assert reloaded.get("k").audit == "agree" and reloaded.get("k").cached
+    assert (reloaded.get("d").reason, reloaded.get("d").audit) == ("audit_disagreement", "disagree")
+    lines = path.read_text().splitlines()
+    cache.put("k", Verdict(Status.VALID, reason="ok", audit="agree"))   # nothing new: nothing written
+    assert path.read_text().splitlines() == lines and len(lines) == 3

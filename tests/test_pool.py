@@ -1,8 +1,10 @@
 """The Ray verifier pool with real Rocq workers: streaming, deduplication,
-caching, hedging, and losing no verdict when provers or workers are killed."""
+caching, hedging, losing no verdict when provers or workers are killed, and
+the audit (second opinion) of valid verdicts."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -11,8 +13,9 @@ import ray
 
 from lean_env.backends import BackendSpec
 from lean_env.cache import VerdictCache
-from lean_env.pool import VerifierPool
-from lean_env.verdict import ProofTask, Status
+from lean_env.pool import PoolStats, VerifierPool, audit_sampled, combine_audit
+from lean_env.verdict import ProofTask, Status, Verdict
+from tests.pool_doubles import DisagreeingAuditSpec, NoAuditSpec
 
 pytestmark = [pytest.mark.rocq]
 
@@ -35,7 +38,7 @@ SLOW = ProofTask(id="slow", header=HEADER, statement="Theorem slow : True.",
 @pytest.fixture
 def pool(ray_session, require_rocq):
     p = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=20, cpus_per_worker=0.5,
-                     cache=VerdictCache())
+                     cache=VerdictCache(), audit_fraction=0.0)
     yield p
     p.shutdown()
 
@@ -72,7 +75,7 @@ def test_duplicates_checked_once_and_cached(pool):
 
 def test_idle_worker_hedges_the_oldest_running_check(ray_session, require_rocq):
     pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=3, cpus_per_worker=0.5, hedge=True,
-                         hedge_after=0.5)
+                         hedge_after=0.5, audit_fraction=0.0)
     try:
         [verdict] = pool.verify([SLOW])
         assert verdict.status is Status.TIMEOUT
@@ -127,7 +130,8 @@ def test_rejects_bad_arguments(ray_session):
 
 
 def test_a_hung_worker_is_replaced_and_its_checks_redone(ray_session, require_rocq):
-    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=2, cpus_per_worker=0.5, hang_grace=2)
+    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=2, cpus_per_worker=0.5, hang_grace=2,
+                        audit_fraction=0.0)
     try:
         frozen = [ray.get(pool.worker(w).process_ids.remote())["actor"] for w in range(2)]
         for pid in frozen:
@@ -141,7 +145,8 @@ def test_a_hung_worker_is_replaced_and_its_checks_redone(ray_session, require_ro
 
 
 def test_workers_live_in_one_placement_group_that_replacements_reuse(ray_session, require_rocq):
-    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=10, cpus_per_worker=0.5)
+    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=10, cpus_per_worker=0.5,
+                        audit_fraction=0.0)
     try:
         group_ids = {ray.get(pool.worker(w).placement_group_id.remote()) for w in range(2)}
         assert group_ids == {pool._placement_group.id.hex()}
@@ -157,3 +162,125 @@ def test_a_pool_the_cluster_cannot_hold_says_so(ray_session):
     too_many = ray.cluster_resources()["CPU"] + 1
     with pytest.raises(RuntimeError, match="could not reserve 1 x .* for the verifier workers"):
         VerifierPool(BackendSpec("rocq"), num_workers=1, timeout=5, cpus_per_worker=too_many, start_timeout=1)
+
+
+# -- the audit ------------------------------------------------------------------
+
+def test_audit_sample_is_a_fixed_function_of_id_and_seed():
+    ids = [f"task-{i}" for i in range(4000)]
+    assert not any(audit_sampled(i, 0, 0.0) for i in ids)
+    assert all(audit_sampled(i, 0, 1.0) for i in ids)
+    tenth = [i for i in ids if audit_sampled(i, 0, 0.1)]
+    assert 300 < len(tenth) < 500                                      # about 10%
+    assert tenth == [i for i in ids if audit_sampled(i, 0, 0.1)]       # a rerun audits the same proofs
+    assert tenth != [i for i in ids if audit_sampled(i, 1, 0.1)]       # another seed, another sample
+    # a larger fraction audits a superset
+    assert set(tenth) <= {i for i in ids if audit_sampled(i, 0, 0.2)}
+
+
+def test_combine_audit():
+    first = Verdict(Status.VALID, reason="ok", messages=["m"], seconds=0.5, worker="w0")
+    agree = combine_audit(first, Verdict(Status.VALID, reason="ok"))
+    assert (agree.status, agree.reason, agree.audit, agree.messages) == (Status.VALID, "ok", "agree", ["m"])
+    for status, reason in [(Status.TIMEOUT, "audit_timeout"), (Status.SYSTEM_ERROR, "audit_unavailable")]:
+        unsure = combine_audit(first, Verdict(status, reason=reason))
+        assert (unsure.status, unsure.audit) == (Status.VALID, "inconclusive")
+        assert unsure.messages == ["m", f"audit inconclusive: {reason}"]
+    no = combine_audit(first, Verdict(Status.INVALID, reason="audit_axioms:Audited.cheat", messages=["coqchk"]))
+    assert (no.status, no.reason, no.audit, no.worker) == (Status.INVALID, "audit_disagreement", "disagree", "w0")
+    assert "audit_axioms:Audited.cheat" in no.messages[0] and no.messages[1] == "coqchk"
+    assert first.audit == "" and first.messages == ["m"]   # the first verdict is not changed
+
+
+def test_stats_flatten_rejection_reasons():
+    stats = PoolStats(audited=3, audit_disagreements=1)
+    stats.verdicts["valid"] += 2
+    stats.rejected["prover_error"] += 4
+    stats.rejected["audit_disagreement"] += 1
+    d = stats.as_dict()
+    assert d["audited"] == 3 and d["audit_disagreements"] == 1 and d["audit_inconclusive"] == 0
+    assert d["verdict_valid"] == 2 and d["rejected/prover_error"] == 4 and d["rejected/audit_disagreement"] == 1
+    assert "rejected" not in d and "verdicts" not in d
+
+
+def test_bad_audit_arguments(ray_session):
+    for fraction in (-0.1, 1.5, True):
+        with pytest.raises(ValueError, match="audit_fraction"):
+            VerifierPool(BackendSpec("rocq"), num_workers=1, timeout=5, audit_fraction=fraction)
+
+
+@pytest.fixture
+def auditing_pool(ray_session, require_rocq):
+    p = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=20, cpus_per_worker=0.5,
+                     cache=VerdictCache(), audit_fraction=1.0)
+    yield p
+    p.shutdown()
+
+
+def test_every_valid_verdict_is_audited_and_agrees(auditing_pool):
+    pool = auditing_pool
+    tasks = [lia_task(800 + i, valid=i != 2) for i in range(4)]
+    verdicts = pool.verify(tasks)
+    assert [(v.status, v.audit) for v in verdicts] == [
+        (Status.VALID, "agree"), (Status.VALID, "agree"), (Status.INVALID, ""), (Status.VALID, "agree")]
+    assert pool.stats.audited == 3 and pool.stats.audit_disagreements == 0 and pool.stats.audit_inconclusive == 0
+    assert pool.stats.rejected == {"prover_error": 1}
+    # the cache keeps the audit: the same proofs again are neither checked nor audited again
+    dispatched = pool.stats.dispatched
+    again = pool.verify([lia_task(800), lia_task(802, valid=False)])
+    assert [(v.cached, v.audit) for v in again] == [(True, "agree"), (True, "")]
+    assert pool.stats.dispatched == dispatched and pool.stats.audited == 3
+    assert pool.stats.rejected == {"prover_error": 2}
+
+
+def test_a_cached_verdict_from_before_the_audit_is_audited(auditing_pool):
+    pool = auditing_pool
+    pool.audit_fraction = 0.0
+    [unaudited] = pool.verify([lia_task(900)])
+    assert unaudited.audit == ""
+    pool.audit_fraction = 1.0
+    [audited] = pool.verify([lia_task(900)])
+    assert (audited.status, audited.cached, audited.audit) == (Status.VALID, True, "agree")
+    assert pool.stats.audited == 1
+
+
+def test_an_audit_past_its_time_limit_is_inconclusive_and_the_proof_stays_valid(auditing_pool):
+    pool = auditing_pool
+    pool.audit_timeout = 0.001   # real coqc cannot even start in that time
+    [verdict] = pool.verify([lia_task(920)])
+    assert (verdict.status, verdict.audit) == (Status.VALID, "inconclusive")
+    assert verdict.messages[-1] == "audit inconclusive: audit_timeout"
+    assert pool.stats.audit_inconclusive == 1 and pool.stats.rejected == {}
+
+
+def test_a_disagreement_withholds_the_reward_and_is_logged(ray_session, require_rocq, tmp_path):
+    log_path = tmp_path / "audit.jsonl"
+    pool = VerifierPool(DisagreeingAuditSpec("rocq"), num_workers=1, timeout=20, cpus_per_worker=0.5,
+                        cache=VerdictCache(), audit_fraction=1.0, audit_log=str(log_path))
+    try:
+        task = lia_task(950)
+        copy = ProofTask(id="copy", header=task.header, statement=task.statement, proof=task.proof)
+        verdicts = pool.verify([task, copy, lia_task(951, valid=False)])
+    finally:
+        pool.shutdown()
+    assert [(v.status, v.reason, v.audit) for v in verdicts[:2]] == [
+        (Status.INVALID, "audit_disagreement", "disagree")] * 2
+    assert verdicts[2].reason == "prover_error" and verdicts[2].audit == ""
+    assert pool.stats.audited == 1 and pool.stats.audit_disagreements == 1
+    assert pool.stats.as_dict()["rejected/audit_disagreement"] == 2
+    [line] = log_path.read_text().splitlines()
+    record = json.loads(line)
+    assert record["task"] == {"id": "t950", "header": task.header, "statement": task.statement, "proof": task.proof}
+    assert record["first"]["status"] == "valid" and record["audit"]["reason"] == "audit_test_double_disagrees"
+    assert record["time"].endswith("+00:00")
+
+
+def test_a_backend_without_an_audit_path_is_inconclusive(ray_session, require_rocq):
+    pool = VerifierPool(NoAuditSpec("rocq"), num_workers=1, timeout=20, cpus_per_worker=0.5, audit_fraction=1.0)
+    try:
+        [verdict] = pool.verify([lia_task(960)])
+    finally:
+        pool.shutdown()
+    assert (verdict.status, verdict.audit) == (Status.VALID, "inconclusive")
+    assert "audit_unavailable" in verdict.messages[-1]
+    assert pool.stats.audit_inconclusive == 1 and pool.stats.audited == 1

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from lean_env.sandbox import (Limits, OutputTooLarge, ProcessDied, ReadTimeout, SandboxedProcess,
-                              network_isolation_prefix)
+                              network_isolation_prefix, run_batch)
 
 
 def line_frame(buf: bytes):
@@ -115,3 +115,75 @@ def test_writes_stay_in_the_scratch_dir():
     finally:
         p.kill()
     assert not Path(cwd).exists()
+
+
+# -- run_batch: a sequence of batch commands in one fresh scratch directory --
+
+def py_command(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def test_batch_commands_share_one_scratch_dir_that_is_removed():
+    results = run_batch(
+        [py_command("import os; open('made', 'w').write(open('given').read().upper()); print(os.getcwd())"),
+         py_command("import sys; print(open('made').read()); print('warn', file=sys.stderr)")],
+        files={"given": "proof text"}, deadline=time.monotonic() + 30)
+    assert [r.returncode for r in results] == [0, 0]
+    scratch = results[0].stdout.strip()
+    assert results[1].stdout == "PROOF TEXT\n"
+    # stderr is kept apart from stdout, so a warning cannot corrupt an answer
+    assert results[1].stderr == "warn\n"
+    assert not Path(scratch).exists()
+
+
+def test_batch_stops_at_the_first_failing_command():
+    results = run_batch([py_command("import sys; print('no'); sys.exit(3)"), py_command("print('never')")],
+                        files={}, deadline=time.monotonic() + 30)
+    assert len(results) == 1
+    assert results[0].returncode == 3 and not results[0].ok and not results[0].timed_out
+    assert results[0].stdout == "no\n"
+
+
+def test_batch_deadline_kills_the_command_and_what_it_started():
+    code = ("import subprocess, time; p = subprocess.Popen(['sleep', '300']); print(p.pid, flush=True); "
+            "time.sleep(300)")
+    results = run_batch([py_command(code), py_command("print('never')")], files={},
+                        deadline=time.monotonic() + 1.0)
+    assert len(results) == 1 and results[0].timed_out
+    grandchild = int(results[0].stdout.split()[0])
+    assert not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
+
+
+def test_batch_kills_a_daemon_left_behind_by_a_command_that_exited():
+    code = "import subprocess; p = subprocess.Popen(['sleep', '300']); print(p.pid, flush=True)"
+    [result] = run_batch([py_command(code)], files={}, deadline=time.monotonic() + 30)
+    assert result.ok
+    leftover = int(result.stdout.split()[0])
+    time.sleep(0.2)
+    assert not psutil.pid_exists(leftover) or psutil.Process(leftover).status() == psutil.STATUS_ZOMBIE
+
+
+def test_batch_applies_limits_and_caps_output():
+    limits = Limits(open_files=64, file_size_bytes=1 << 20, max_output_bytes=1000)
+    [probe, flood] = run_batch(
+        [py_command("import resource as r; print(r.getrlimit(r.RLIMIT_NOFILE)[0], r.getrlimit(r.RLIMIT_FSIZE)[0])"),
+         py_command("import sys; sys.stdout.write('x' * 100000); sys.exit(1)")],
+        files={}, deadline=time.monotonic() + 30, limits=limits)
+    assert probe.stdout.split() == ["64", str(1 << 20)]
+    assert flood.stdout == "x" * 1000
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", "", ".."])
+def test_batch_refuses_file_names_that_are_not_plain(name):
+    with pytest.raises(ValueError, match="not a plain file name"):
+        run_batch([py_command("pass")], files={name: "x"}, deadline=time.monotonic() + 30)
+
+
+def test_batch_with_a_missing_binary_raises_before_running_anything(tmp_path):
+    marker = tmp_path / "ran"
+    with pytest.raises(FileNotFoundError, match="nonexistent"):
+        run_batch([py_command(f"open({str(marker)!r}, 'w')"), ["/nonexistent/coqc"]], files={},
+                  deadline=time.monotonic() + 30)
+    assert not marker.exists()
+    with pytest.raises(FileNotFoundError):
+        run_batch([["/nonexistent/coqc"]], files={}, deadline=time.monotonic() + 30)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Literal, Optional
 
 from lean_env.backend import ProverBackend
+from lean_env.rocq.audit import audit_proof
 from lean_env.rocq.checks import (
     RocqTextError,
     Sentence,
@@ -170,6 +171,26 @@ class RocqBackend(ProverBackend):
         except RocqTextError as e:
             return self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
         return self._attempt(lambda session: self._elaborate(session, sentences, parsed, limit), started)
+
+    def audit(self, task: ProofTask, timeout: Optional[float] = None) -> Verdict:
+        """The second opinion (:mod:`lean_env.rocq.audit`): the whole file
+        compiled by ``coqc`` in a fresh sandbox, checked by ``coqchk`` and
+        its assumptions listed by a second ``coqc``.  Text the normal checks
+        refuse is ``audit_text_rejected`` without running anything."""
+        started = time.monotonic()
+        limit = self._timeout(timeout)
+        try:
+            header = self._validate_header(getattr(task, "header", None))
+            statement = validate_statement(getattr(task, "statement", None),
+                                           max_chars=self.config.max_statement_chars)
+            body = validate_proof(getattr(task, "proof", None), max_chars=self.config.max_proof_chars,
+                                  max_sentences=self.config.max_sentences)
+        except RocqTextError as e:
+            return self._verdict(_Outcome(Status.INVALID, "audit_text_rejected", (f"{e.reason}: {e.detail}",)),
+                                 started)
+        found = audit_proof(self.config, header, statement, body, limit)
+        messages = tuple(m[:self.config.max_message_chars] for m in found.messages)
+        return self._verdict(_Outcome(found.status, found.reason, messages), started)
 
     def _prove(self, session: RocqSession, header: list[Sentence], statement: Statement,
                body: list[Sentence], timeout: float) -> _Outcome:

@@ -467,16 +467,7 @@ class AxiomCensus:
         return parse_summary(text)
 
     def _coqchk_options(self) -> list[str]:
-        """The options of ``extra_args`` that coqchk shares with coqtop."""
-        args, options, i = self.config.extra_args, [], 0
-        while i < len(args):
-            arity = _COQCHK_OPTIONS.get(args[i])
-            if arity is not None and i + arity < len(args):
-                options.extend(args[i:i + 1 + arity])
-                i += 1 + arity
-            else:
-                i += 1
-        return options
+        return coqchk_options(self.config.extra_args)
 
     # -- the cache ------------------------------------------------------------
     def _cache_path(self, key: str) -> Path:
@@ -542,6 +533,20 @@ class AxiomCensus:
                 return
             self._warned.add(topic)
         log.warning(message, *args)
+
+
+def coqchk_options(extra_args: tuple[str, ...]) -> list[str]:
+    """The options of coqtop's ``extra_args`` that coqchk shares (load paths
+    and checking flags); the others are coqtop's only."""
+    options, i = [], 0
+    while i < len(extra_args):
+        arity = _COQCHK_OPTIONS.get(extra_args[i])
+        if arity is not None and i + arity < len(extra_args):
+            options.extend(extra_args[i:i + 1 + arity])
+            i += 1 + arity
+        else:
+            i += 1
+    return options
 
 
 def _die_with_parent() -> None:

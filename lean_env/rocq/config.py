@@ -91,8 +91,14 @@ class RocqConfig:
     #: ``Qed``, so everything it can depend on comes from those libraries (see
     #: :mod:`lean_env.rocq.census`).  Verdicts are the same with or without it.
     axiom_census: bool = True
-    #: the coqchk executable the census runs (a name looked up on PATH, or a path)
+    #: the coqchk executable the census and the audit run (a name looked up on
+    #: PATH, or a path)
     coqchk: str = "coqchk"
+    #: the coqc executable the audit (:mod:`lean_env.rocq.audit`) compiles a
+    #: whole proof file with, in a fresh sandbox, before coqchk re-checks it
+    #: (a name looked up on PATH, or a path); the audit answers
+    #: ``audit_unavailable`` when it cannot be found
+    coqc: str = "coqc"
     #: where census results are cached; None = ``$XDG_CACHE_HOME/lean_env``
     #: (or ``~/.cache/lean_env``)
     census_cache_dir: Optional[str] = None
@@ -115,10 +121,10 @@ class RocqConfig:
                 raise RocqConfigError(f"{name} must be a list of strings, got {value!r}")
             object.__setattr__(self, name, tuple(value))
         object.__setattr__(self, "extra_env", dict(self.extra_env))
-        if not isinstance(self.coqchk, str) or not (self.census_cache_dir is None
-                                                     or isinstance(self.census_cache_dir, str)):
-            raise RocqConfigError(f"coqchk and census_cache_dir must be strings, got {self.coqchk!r} "
-                                  f"and {self.census_cache_dir!r}")
+        if not isinstance(self.coqchk, str) or not isinstance(self.coqc, str) or not (
+                self.census_cache_dir is None or isinstance(self.census_cache_dir, str)):
+            raise RocqConfigError(f"coqchk, coqc and census_cache_dir must be strings, got {self.coqchk!r}, "
+                                  f"{self.coqc!r} and {self.census_cache_dir!r}")
         for name in _POSITIVE_FIELDS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
