@@ -26,6 +26,21 @@ class BackendSpec:
         if self.name not in BACKENDS:
             raise ValueError(f"unknown prover backend {self.name!r}; choose one of {', '.join(BACKENDS)}")
 
+    def check(self) -> None:
+        """Build the backend's config and the command line of its prover process
+        without starting anything; raises ``ValueError`` (``LeanConfigError``,
+        ``RocqConfigError``, ``TypeError`` for an unknown option) naming the
+        problem.  Drivers call this before starting workers, so that a bad
+        setting is one clear error rather than every worker dying."""
+        if self.name == "rocq":
+            from lean_env.rocq import RocqConfig
+
+            RocqConfig(**self.options).argv()
+        else:
+            from lean_env.lean import LeanConfig
+
+            LeanConfig(**self.options).argv()
+
     def create(self) -> ProverBackend:
         if self.name == "rocq":
             from lean_env.rocq import RocqBackend, RocqConfig

@@ -10,7 +10,12 @@ re-checks every ``valid`` proof through the backend's independent audit path
 appends each disagreement there.  A malformed
 input line gets status ``invalid`` with its line number; every other line is
 still checked.  A progress bar and a summary go to stderr.  Exit status 0 when
-every line got a verdict, 2 on a usage error.
+every line got a verdict, 2 on a usage error or a prover that cannot start
+(checked before any worker starts, with one line saying why).
+
+Lean: ``--repl-command`` (or ``LEAN_ENV_REPL_COMMAND``) is the command line that
+starts one REPL, ``--project-dir`` (or ``LEAN_ENV_PROJECT_DIR``) the Mathlib
+project it runs in; without a command, ``lake env repl`` in that project.
 """
 
 from __future__ import annotations
@@ -20,16 +25,18 @@ import collections
 import json
 import logging
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Optional
 
 from lean_env.backends import BACKENDS, BackendSpec
+from lean_env.lean.config import ENV_PROJECT_DIR, ENV_REPL_COMMAND
 from lean_env.verdict import ProofTask, Status, Verdict
 
 REQUIRED_FIELDS = ("id", "header", "statement", "proof")
+#: the REPL command when neither --repl-command nor LEAN_ENV_REPL_COMMAND gives one
+DEFAULT_REPL_COMMAND = "lake env repl"
 
 
 def parse_line(line: str, lineno: int) -> tuple[Optional[ProofTask], Optional[str]]:
@@ -76,16 +83,33 @@ def _best_effort_id(line: str, lineno: int) -> str:
 
 
 def build_spec(args: argparse.Namespace) -> BackendSpec:
+    """The workers' backend recipe from the command line; Lean settings fall back
+    to ``LEAN_ENV_REPL_COMMAND`` / ``LEAN_ENV_PROJECT_DIR``, then to
+    ``LeanConfig``'s defaults (``lake env repl`` needs a project directory)."""
     options: dict = {}
     if args.backend == "lean":
-        command = args.repl_command or os.environ.get("LEAN_ENV_REPL_COMMAND")
-        if command:
-            options["repl_command"] = shlex.split(command)
-        if args.project_dir:
-            options["project_dir"] = args.project_dir
-    elif args.repl_command:
-        raise SystemExit("--repl-command applies to --backend lean only")
+        command = args.repl_command or os.environ.get(ENV_REPL_COMMAND)
+        project_dir = args.project_dir or os.environ.get(ENV_PROJECT_DIR)
+        options["repl_command"] = command or DEFAULT_REPL_COMMAND
+        if project_dir:
+            options["project_dir"] = project_dir
     return BackendSpec(args.backend, options)
+
+
+def usage_problem(args: argparse.Namespace) -> Optional[str]:
+    """What is wrong with the command line before anything runs, or ``None``."""
+    if args.backend != "lean":
+        lean_only = [flag for flag, value in (("--repl-command", args.repl_command),
+                                              ("--project-dir", args.project_dir)) if value]
+        if lean_only:
+            return f"{' and '.join(lean_only)} {'applies' if len(lean_only) == 1 else 'apply'} to --backend lean only"
+    if not Path(args.input).is_file():
+        return f"input file {args.input} does not exist"
+    if args.workers < 1 or args.timeout <= 0:
+        return "--workers must be >= 1 and --timeout > 0"
+    if args.audit_fraction is not None and not 0 <= args.audit_fraction <= 1:
+        return f"--audit-fraction must be between 0 and 1, got {args.audit_fraction}"
+    return None
 
 
 def run_verify(args: argparse.Namespace) -> int:
@@ -95,19 +119,18 @@ def run_verify(args: argparse.Namespace) -> int:
     from lean_env.cache import VerdictCache
     from lean_env.pool import VerifierPool
 
-    src = Path(args.input)
-    if not src.is_file():
-        print(f"error: input file {src} does not exist", file=sys.stderr)
-        return 2
-    if args.workers < 1 or args.timeout <= 0:
-        print("error: --workers must be >= 1 and --timeout > 0", file=sys.stderr)
+    problem = usage_problem(args)
+    spec = build_spec(args)
+    if problem is None:
+        try:
+            spec.check()
+        except (ValueError, TypeError) as error:
+            problem = f"cannot start the {args.backend} prover: {error}"
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     fraction = 1.0 if args.audit else (args.audit_fraction or 0.0)
-    if not 0 <= fraction <= 1:
-        print(f"error: --audit-fraction must be between 0 and 1, got {fraction}", file=sys.stderr)
-        return 2
-    rows = read_input(src)
-    spec = build_spec(args)
+    rows = read_input(Path(args.input))
     verdicts: list[Optional[Verdict]] = [None] * len(rows)
     for i, (task, problem, _) in enumerate(rows):
         if task is None:
@@ -136,6 +159,8 @@ def run_verify(args: argparse.Namespace) -> int:
         ray.shutdown()
     elapsed = time.monotonic() - started
 
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
         for (_, _, raw_id), v in zip(rows, verdicts):
@@ -170,8 +195,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     v.add_argument("--workers", type=int, default=2, help="prover processes (default 2)")
     v.add_argument("--timeout", type=float, default=60.0, help="seconds per proof (default 60)")
     v.add_argument("--repl-command", help="Lean only: command that starts the REPL "
-                   "(default: $LEAN_ENV_REPL_COMMAND or `lake env repl` in --project-dir)")
-    v.add_argument("--project-dir", help="Lean only: the Mathlib project directory")
+                   "(default: $LEAN_ENV_REPL_COMMAND, else `lake env repl` run in --project-dir)")
+    v.add_argument("--project-dir", help="Lean only: the Mathlib project directory the REPL runs in "
+                   "(default: $LEAN_ENV_PROJECT_DIR)")
     v.add_argument("--cache", help="persist verdicts to this JSONL cache file")
     v.add_argument("--quiet", action="store_true", help="no progress bar")
     audit = v.add_mutually_exclusive_group()

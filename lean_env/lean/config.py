@@ -97,6 +97,14 @@ class LeanConfig:
     #: extra environment variables for the REPL process
     extra_env: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # The command line is one string, split here like a shell would: a list passed in
+        # by mistake must fail now, naming the field, not later inside every worker.
+        for name in ("repl_command", "project_dir", "repl_binary", "toolchain"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise LeanConfigError(f"LeanConfig.{name} must be a string, got {type(value).__name__}: {value!r}")
+
     @classmethod
     def from_env(cls, **overrides) -> "LeanConfig":
         """A config whose ``repl_command`` / ``project_dir`` come from

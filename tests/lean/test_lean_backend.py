@@ -376,3 +376,11 @@ def test_start_proof_rejects_statements_without_a_tactic_block():
         result = backend.start_proof("import Mathlib", "theorem test : 0 < 1 := Nat.one_pos")
         assert (result.status, result.reason) == (TacticStatus.ERROR, "bad_statement")
         assert backend.pid is None
+
+
+@pytest.mark.parametrize("field, value", [("repl_command", ["lake", "env", "repl"]), ("project_dir", 3),
+                                          ("repl_binary", None)])
+def test_config_fields_of_the_wrong_type_are_refused_by_name(field, value):
+    """A list where the command-line string belongs (the CLI once passed one) fails at once, naming the field."""
+    with pytest.raises(LeanConfigError, match=f"LeanConfig.{field} must be a string"):
+        LeanConfig(**{field: value})
