@@ -42,7 +42,7 @@ from sgs.loop import PHASES, Loop, current_weights, derived_seed
 from sgs.metrics import MetricsSink
 from sgs.runtime import Checkpoint, build_runtime, model_paths, sampling_settings, start_ray
 from sgs.store import Store
-from sgs.targets import load_targets
+from sgs.targets import TargetError, load_targets
 
 EXIT_CONFIG = 2
 EXIT_REQUIREMENTS = 3
@@ -70,7 +70,11 @@ def main(raw: DictConfig) -> None:
     except BenchmarkError as error:
         print(f"evaluation.benchmark: {error}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
-    run(cfg, benchmark)
+    try:
+        run(cfg, benchmark)
+    except TargetError as error:
+        print(f"targets.source: {error}", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
 
 
 def run_benchmark(cfg: SGSConfig) -> Benchmark | None:
@@ -175,8 +179,9 @@ def _summary(cfg: SGSConfig, store: Store, loop: Loop, held_out: dict[str, dict 
     print(f"report: {report_page}" if report_page else "report: not written (see the warning above)")
     if metrics:
         first, last = metrics[0], metrics[-1]
+        solver = "warm-started Solver" if warmstart_enabled(cfg) else "base Solver (no warm start)"
         print(f"cumulative solve rate on the {sum(not t.held_out for t in store.targets)} training targets: "
-              f"{first['cumulative_solve_rate']:.3f} after iteration 0 (the warm-started Solver's pass@{k}, "
+              f"{first['cumulative_solve_rate']:.3f} after iteration 0 (the {solver}'s pass@{k}, "
               f"before any self-play update) -> {last['cumulative_solve_rate']:.3f} after iteration "
               f"{last['iteration']}")
         print("  per iteration: " + ", ".join(f"{m['iteration']}: {m['cumulative_solve_rate']:.3f}" for m in metrics))

@@ -63,6 +63,7 @@ from sgs.streaming import Request, stream, submit
 from sgs.records import Target
 from sgs.roles import extract_conjecture, extract_guide_scores, extract_proof
 from sgs.runtime import Prompter, backend_spec, model_paths, sampling_settings, start_ray
+from sgs.targets import TargetError
 
 #: The status of a sample whose output holds no extractable proof (so the prover never saw it).
 NO_PROOF = "no_proof"
@@ -449,7 +450,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evaluation.benchmark: {error}", file=sys.stderr)
         return EXIT_CONFIG
     started = time.perf_counter()
-    result = evaluate_checkpoint(cfg, benchmark.name, benchmark.problems)
+    try:
+        result = evaluate_checkpoint(cfg, benchmark.name, benchmark.problems)
+    except TargetError as error:  # the tiny model's tokenizer is trained on the targets
+        print(f"targets.source: {error}", file=sys.stderr)
+        return EXIT_CONFIG
     result = replace(result, wall_seconds=time.perf_counter() - started)
     problems_path, summary_path = result.write(evaluation.output_dir)
     print(format_table(result))

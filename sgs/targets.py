@@ -83,7 +83,13 @@ def _hub_rows(repo_id: str) -> list[dict]:
     """The records of a Hugging Face data set repository's one JSON(L) file."""
     from huggingface_hub import snapshot_download
 
-    directory = Path(snapshot_download(repo_id, repo_type="dataset", allow_patterns=["*.json", "*.jsonl"]))
+    try:
+        directory = Path(snapshot_download(repo_id, repo_type="dataset", allow_patterns=["*.json", "*.jsonl"]))
+    except Exception as error:  # offline, DNS, HTTP, unknown repository: all end the same way for the user
+        raise TargetError(
+            f"could not download the hub data set {repo_id!r}: {type(error).__name__}: {error}\n"
+            f"Without access to the Hugging Face hub, download it elsewhere and pass its JSON(L) file with "
+            f"targets.source=PATH") from None
     files = sorted(p for p in directory.rglob("*") if p.suffix in (".json", ".jsonl"))
     if len(files) != 1:
         raise TargetError(f"hub data set {repo_id!r} holds {len(files)} JSON files; "

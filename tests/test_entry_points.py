@@ -181,3 +181,75 @@ def test_usage_errors_exit_2_with_one_clear_line(tmp_path, flags, env, message):
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "out.jsonl").exists()
+
+
+# -- the evaluation and run commands with prover=lean ------------------------------------
+
+
+def lean_prover_overrides(tmp_path: Path) -> list[str]:
+    """``prover=lean`` settings for the REPL test double, a local Lean project directory and
+    a local target file (the default targets are a Hugging Face data set, out of reach here)."""
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    (project / "lean-toolchain").write_text("leanprover/lean4:v4.15.0\n")
+    header = requests("file_env")[0]["cmd"]
+    statement, _ = split_at_by(requests("file_env")[1]["cmd"])
+    targets = tmp_path / "targets.json"
+    targets.write_text(json.dumps([{"id": "demo", "header": header, "statement": statement}]))
+    return ["prover=lean", f"prover.lean.repl_command={replay_command('file_env')}",
+            f"prover.lean.project_dir={project}", f"targets.source={targets}", "model=tiny"]
+
+
+@needs_fixtures
+@pytest.mark.slow
+def test_evaluate_with_prover_lean(tmp_path):
+    """``python -m sgs.evaluate prover=lean evaluation.benchmark_file=...``: the tiny random model writes
+    no parsable proof, so every sample is ``no_proof``; what is checked is that the Lean settings reach
+    the pool and the results are written."""
+    overrides = lean_prover_overrides(tmp_path)
+    bench = tmp_path / "bench.jsonl"
+    targets = json.loads(Path(overrides[3].split("=", 1)[1]).read_text())
+    bench.write_text(json.dumps({"id": "p1", "statement": targets[0]["statement"], "header": targets[0]["header"]})
+                     + "\n")
+    out = tmp_path / "eval"
+    proc = run([sys.executable, "-m", "sgs.evaluate", *overrides, "evaluation.benchmark=minif2f-test",
+                f"evaluation.benchmark_file={bench}", "evaluation.samples_per_problem=2", "evaluation.ks=[1,2]",
+                "sampling.solver.max_tokens=16", "resources.verifier_workers=1", f"evaluation.output_dir={out}"],
+               timeout=600, SGS_CACHE_DIR=str(tmp_path / "cache"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "== pass@k on minif2f-test: 1 problems, n = 2 samples each ==" in proc.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["problems"] == 1 and summary["n"] == 2
+    [problem] = [json.loads(line) for line in (out / "problems.jsonl").read_text().splitlines()]
+    assert problem["id"] == "p1" and sum(problem["statuses"].values()) == 2
+
+
+@needs_fixtures
+@pytest.mark.slow
+def test_run_with_prover_lean(tmp_path):
+    """``python -m sgs prover=lean ...``: one iteration of the loop with the Lean backend, to its summary."""
+    run_dir = tmp_path / "run"
+    proc = run([sys.executable, "-m", "sgs", *lean_prover_overrides(tmp_path), "resources=local_cpu",
+                "scale=laptop", "iterations=1", f"run_dir={run_dir}"],
+               timeout=600, SGS_CACHE_DIR=str(tmp_path / "cache"), WANDB_SILENT="true")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "== SGS run summary (standard, model tiny, prover lean) ==" in proc.stdout
+    assert "the base Solver (no warm start)'s pass@8" in proc.stdout
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in metrics] == [0]
+
+
+def test_unreachable_hub_targets_are_a_usage_error(tmp_path):
+    """The Lean default targets live on the Hugging Face hub; when the download fails (no network
+    here; a repository that does not exist anywhere), the run says so and how to pass a local
+    copy (exit 2), instead of a traceback."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "lean-toolchain").write_text("leanprover/lean4:v4.15.0\n")
+    proc = run([sys.executable, "-m", "sgs", "prover=lean", "model=tiny", "resources=local_cpu", "scale=laptop",
+                f"prover.lean.repl_command={sys.executable} -c pass", f"prover.lean.project_dir={project}",
+                "targets.source=hf://no-such-owner/no-such-dataset", f"run_dir={tmp_path / 'run'}"],
+               timeout=300, SGS_CACHE_DIR=str(tmp_path / "cache"))
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "targets.source: could not download the hub data set 'no-such-owner/no-such-dataset'" in proc.stderr
+    assert "targets.source=PATH" in proc.stderr and "Traceback" not in proc.stderr
