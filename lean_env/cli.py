@@ -16,6 +16,9 @@ every line got a verdict, 2 on a usage error or a prover that cannot start
 Lean: ``--repl-command`` (or ``LEAN_ENV_REPL_COMMAND``) is the command line that
 starts one REPL, ``--project-dir`` (or ``LEAN_ENV_PROJECT_DIR``) the Mathlib
 project it runs in; without a command, ``lake env repl`` in that project.
+``--allowed-axioms A,B`` replaces the axioms a valid proof may depend on
+(Rocq: none by default; Lean: ``propext``, ``Classical.choice``,
+``Quot.sound``).
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ def build_spec(args: argparse.Namespace) -> BackendSpec:
     to ``LEAN_ENV_REPL_COMMAND`` / ``LEAN_ENV_PROJECT_DIR``, then to
     ``LeanConfig``'s defaults (``lake env repl`` needs a project directory)."""
     options: dict = {}
+    if args.allowed_axioms is not None:
+        options["allowed_axioms"] = tuple(name.strip() for name in args.allowed_axioms.split(",") if name.strip())
     if args.backend == "lean":
         command = args.repl_command or os.environ.get(ENV_REPL_COMMAND)
         project_dir = args.project_dir or os.environ.get(ENV_PROJECT_DIR)
@@ -198,6 +203,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                    "(default: $LEAN_ENV_REPL_COMMAND, else `lake env repl` run in --project-dir)")
     v.add_argument("--project-dir", help="Lean only: the Mathlib project directory the REPL runs in "
                    "(default: $LEAN_ENV_PROJECT_DIR)")
+    v.add_argument("--allowed-axioms", metavar="A,B,...",
+                   help="axioms a valid proof may depend on, replacing the backend's list (Rocq: none; Lean: "
+                        "propext,Classical.choice,Quot.sound); '' allows none")
     v.add_argument("--cache", help="persist verdicts to this JSONL cache file")
     v.add_argument("--quiet", action="store_true", help="no progress bar")
     audit = v.add_mutually_exclusive_group()

@@ -344,6 +344,14 @@ class ProverConfig:
     #: Axioms a valid proof may depend on (Lean: ``#print axioms``); Rocq
     #: proofs must be closed under the global context, so its list is empty.
     allowed_axioms: list[str] = field(default_factory=list)
+    #: Share (0 to 1) of the ``valid`` verdicts re-checked through the
+    #: backend's independent audit path (Rocq: ``coqc`` + ``coqchk`` in a fresh
+    #: sandbox; Lean: ``lake env lean`` + ``#print axioms``).  A disagreement
+    #: withholds the proof's reward, is logged to
+    #: ``<run_dir>/audit_disagreements.jsonl`` and counted
+    #: (``verifier/audit_disagreements``).  The sample is fixed by the proof's
+    #: task id, so a resumed run audits the same proofs.
+    audit_fraction: float = 0.01
     #: Target set used when ``targets.source`` is not given.
     default_targets: str = MISSING
     #: Warm-start corpus used when ``warmstart.corpus`` is not given; null
@@ -822,6 +830,8 @@ def _check_prover(problems: list[str], prover: ProverConfig) -> None:
         )
     if not prover.timeout > 0:
         problems.append(f"prover.timeout={prover.timeout!r} must be positive (seconds)")
+    if not 0 <= prover.audit_fraction <= 1:
+        problems.append(f"prover.audit_fraction={prover.audit_fraction!r} must be between 0 and 1")
     if prover.backend == "lean" and prover.lean is None:
         problems.append("prover.backend='lean' needs prover.lean settings (use prover=lean)")
     if prover.backend == "rocq" and prover.rocq is None:

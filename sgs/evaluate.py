@@ -500,7 +500,8 @@ def evaluate_checkpoint(cfg: SGSConfig, benchmark: str, problems: Sequence[Targe
         try:
             pool = VerifierPool(backend_spec(cfg.prover), num_workers=res.verifier_workers,
                                 timeout=cfg.prover.timeout, cpus_per_worker=res.cpus_per_verifier,
-                                name="eval-verifier")
+                                name="eval-verifier", audit_fraction=cfg.prover.audit_fraction,
+                                audit_seed=cfg.seed)
             try:
                 settings = sampling_settings(cfg.sampling.solver, n=evaluation.samples_per_problem, seed=cfg.seed)
                 return evaluate_problems(engine, pool, Prompter(cfg.prover.language,

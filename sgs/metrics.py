@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -83,6 +84,34 @@ def verification_outcomes(attempts: Iterable[Attempt]) -> dict[str, int]:
     """Attempts per outcome: valid, invalid, timeout, system_error, no_proof."""
     counts = Counter(attempt_outcome(a) for a in attempts)
     return {outcome: counts.get(outcome, 0) for outcome in OUTCOMES}
+
+
+#: ``verifier/rejected/<reason>``: an iteration's rejected proofs by the verifier's reason.
+REJECTED_PREFIX = "verifier/rejected"
+
+
+def reason_key(reason: str) -> str:
+    """A verdict reason as one metric-key segment: runs of whitespace and ``/``
+    become ``_`` (``banned:Unset Guard Checking`` -> ``banned:Unset_Guard_Checking``),
+    since ``/`` groups keys."""
+    return re.sub(r"[\s/]+", "_", reason.strip()) or "unknown"
+
+
+def verifier_metrics(attempts: Iterable[Attempt]) -> dict[str, int]:
+    """The verifier's judgements of one iteration's proofs: the audit's counts
+    (``verifier/audited``, ``verifier/audit_disagreements``,
+    ``verifier/audit_inconclusive``) and ``verifier/rejected/<reason>`` for every
+    reason an ``invalid`` or ``timeout`` verdict gave (system errors are not
+    judgements of a proof; attempts with no extracted proof have no verdict).
+    A reason absent from an iteration did not occur in it.  A rising reason is
+    what reward hacking looks like: the Solver finding a shape the checks refuse."""
+    verdicts = [a.verdict for a in attempts if a.verdict is not None]
+    audits = Counter(v.audit for v in verdicts if v.audit)
+    rejected = Counter(reason_key(v.reason) for v in verdicts if v.status in (Status.INVALID, Status.TIMEOUT))
+    metrics = {"verifier/audited": sum(audits.values()), "verifier/audit_disagreements": audits["disagree"],
+               "verifier/audit_inconclusive": audits["inconclusive"]}
+    metrics.update({f"{REJECTED_PREFIX}/{reason}": count for reason, count in sorted(rejected.items())})
+    return metrics
 
 
 def system_error_rate(outcomes: Mapping[str, int]) -> float:
@@ -196,6 +225,7 @@ def iteration_metrics(
     }
     metrics.update(conjecture_metrics(conjectures, scores, language))
     metrics.update({f"verification/{o}": n for o, n in outcomes.items()})
+    metrics.update(verifier_metrics(attempts))
     for kind, group in (("target", target_attempts), ("conjecture", conjecture_attempts)):
         histogram = solve_rate_histogram(solve_rates(group).values(), k)
         metrics.update({f"solve_rate_hist/{kind}/{j}": n for j, n in histogram.items()})

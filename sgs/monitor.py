@@ -19,7 +19,11 @@ gauge                          value
 
 and, set when an iteration's metrics line is written, its headline numbers:
 ``sgs_cumulative_solve_rate``, ``sgs_pass_at_k``, ``sgs_generations``,
-``sgs_conjectures_kept`` and ``sgs_iteration_system_error_rate``.
+``sgs_conjectures_kept``, ``sgs_iteration_system_error_rate``,
+``sgs_audited`` and ``sgs_audit_disagreements`` (the second opinion on valid
+proofs), and ``sgs_verifier_rejected``: the iteration's rejected proofs per
+verifier reason (tag ``reason``; a reason that stops occurring drops to 0),
+where reward hacking shows as a rising line.
 
 Every gauge also carries the tag ``run`` (the run's name), so several runs
 on one cluster stay apart.  Ray exports them to Prometheus (the dashboard's
@@ -34,6 +38,7 @@ from collections.abc import Mapping
 from ray.util.metrics import Gauge
 
 from lean_env.verdict import Status
+from sgs.metrics import REJECTED_PREFIX
 
 
 class LiveMonitor:
@@ -42,7 +47,8 @@ class LiveMonitor:
     #: metrics.jsonl key -> gauge name (without the ``sgs_`` prefix) of the per-iteration gauges.
     ITERATION_GAUGES = {"cumulative_solve_rate": "cumulative_solve_rate", "pass_at_k": "pass_at_k",
                         "generations": "generations", "conjectures_kept": "conjectures_kept",
-                        "system_error_rate": "iteration_system_error_rate"}
+                        "system_error_rate": "iteration_system_error_rate", "verifier/audited": "audited",
+                        "verifier/audit_disagreements": "audit_disagreements"}
 
     def __init__(self, run_name: str, phases: tuple[str, ...], *, min_interval_s: float = 2.0):
         self.phases = phases
@@ -64,6 +70,9 @@ class LiveMonitor:
         self._policy_version = gauge("sgs_policy_version", "Weights version a role serves", "role")
         self._iteration_gauges = {key: gauge(f"sgs_{name}", f"SGS {key} of the latest finished iteration")
                                   for key, name in self.ITERATION_GAUGES.items()}
+        self._rejected = gauge("sgs_verifier_rejected",
+                               "Proofs the verifier rejected in the latest finished iteration, per reason", "reason")
+        self._rejection_reasons: set[str] = set()
         self.generations = self.verifications = self.system_errors = 0
         self.generation_queue = self.verification_queue = 0
         self._phase_started = self._published = time.monotonic()
@@ -119,3 +128,8 @@ class LiveMonitor:
         for key, metric in self._iteration_gauges.items():
             if metrics.get(key) is not None:
                 metric.set(float(metrics[key]))
+        rejected = {key[len(REJECTED_PREFIX) + 1:]: float(value) for key, value in metrics.items()
+                    if key.startswith(REJECTED_PREFIX + "/") and value is not None}
+        for reason in self._rejection_reasons | rejected.keys():
+            self._rejected.set(rejected.get(reason, 0.0), tags={"reason": reason})
+        self._rejection_reasons |= rejected.keys()

@@ -45,7 +45,7 @@ import json
 import sys
 import textwrap
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from sgs.metrics import REJECTED_PREFIX
 from sgs.records import Conjecture, ConjectureScore, RecordError, Target, record_from_line
 from sgs.roles.guide import SCORE_TAGS
 from sgs.scaling import DEFAULT_MIN_GENERATIONS, ScalingFit, Spread, find_runs, fit_with_robustness
@@ -76,6 +77,8 @@ EXIT_NOT_A_RUN = 2
 #: Resolution of the PNG files.
 DPI = 110
 
+#: Rejection reasons drawn one by one in the report; the others are summed as "other".
+TOP_REASONS = 8
 #: Colours of the verification outcomes (keys of ``verification/<outcome>``).
 OUTCOME_COLOURS = {"valid": "tab:green", "invalid": "tab:red", "timeout": "tab:orange",
                    "system_error": "tab:purple", "no_proof": "tab:gray"}
@@ -785,14 +788,17 @@ def plot_collapse(runs: Sequence[RunData], labels: Sequence[str], out_dir: Path)
 
 
 def _stacked_bars(runs: Sequence[RunData], labels: Sequence[str], prefix: str, colours: Mapping[str, str],
-                  ylabel: str, out_dir: Path, name: str, missing_why: str) -> list[str]:
+                  ylabel: str, out_dir: Path, name: str, missing_why: str,
+                  group_of: Callable[[Sequence[Mapping[str, Any]]], dict[str, list[float | None]]] | None = None
+                  ) -> list[str]:
     """Per run one panel of bars per iteration stacking the ``<prefix>/<name>``
-    metrics; returns notes for runs without any, and for missing values."""
+    metrics (or the series ``group_of`` makes of a run's metrics); returns notes
+    for runs without any, and for missing values."""
     fig = Figure(figsize=(max(6.0, 5.0 * len(runs)), 4.2), layout="constrained")
     notes = []
     for ax, (run, label) in zip(fig.subplots(1, len(runs), squeeze=False)[0], zip(runs, labels)):
         ax.set_title(label, fontsize=10)
-        group = metric_group(run.metrics, prefix)
+        group = metric_group(run.metrics, prefix) if group_of is None else group_of(run.metrics)
         if not group:
             notes.append(f"{label}: no `{prefix}/…` metrics")
             _empty(ax, f"no {prefix} metrics")
@@ -831,6 +837,35 @@ def plot_verification(runs: Sequence[RunData], labels: Sequence[str], out_dir: P
                "infrastructure failure, never training signal; must stay under 1%) and no proof (nothing "
                "could be extracted from the output).")
     return Plot("verification.png", "Verification outcomes", caption, notes)
+
+
+def rejection_counts(metrics: Sequence[Mapping[str, Any]], top: int = TOP_REASONS) -> dict[str, list[float | None]]:
+    """The ``verifier/rejected/<reason>`` counts per iteration: the ``top`` reasons
+    with the most rejections over the run, most first, and the rest summed as
+    ``other``.  A reason missing from an iteration's line did not occur in it (0)."""
+    group = {reason: [v or 0 for v in values] for reason, values in metric_group(metrics, REJECTED_PREFIX).items()}
+    ranked = sorted(group, key=lambda reason: (-sum(group[reason]), reason))
+    shown: dict[str, list[float | None]] = {reason: list(group[reason]) for reason in ranked[:top]}
+    if len(ranked) > top:
+        shown["other"] = [sum(group[reason][i] for reason in ranked[top:]) for i in range(len(metrics))]
+    return shown
+
+
+def plot_rejections(runs: Sequence[RunData], labels: Sequence[str], out_dir: Path) -> Plot:
+    reasons = list(dict.fromkeys(r for run in runs for r in rejection_counts(run.metrics)))
+    colours = {reason: _colour(index) for index, reason in enumerate(reasons)}
+    notes = _stacked_bars(runs, labels, REJECTED_PREFIX, colours, "rejected proofs", out_dir, "rejections.png",
+                          "", group_of=rejection_counts)
+    for run, label in zip(runs, labels):
+        disagreements = sum(m.get("verifier/audit_disagreements") or 0 for m in run.metrics)
+        audited = sum(m.get("verifier/audited") or 0 for m in run.metrics)
+        if audited:
+            notes.append(f"{label}: the audit re-checked {audited} valid proofs and disagreed on {disagreements}")
+    caption = (f"Proofs the verifier rejected in each iteration, by its reason (the {TOP_REASONS} most frequent "
+               "over the run; the rest as other). Reward hacking shows as a reason that rises: the Solver "
+               "learning a shape the checks refuse. `audit_disagreement` counts proofs accepted by the first "
+               "check and rejected by the independent audit (their reward is withheld).")
+    return Plot("rejections.png", "Rejection reasons", caption, notes)
 
 
 def plot_phase_seconds(runs: Sequence[RunData], labels: Sequence[str], out_dir: Path) -> Plot:
@@ -978,6 +1013,7 @@ def report(run_dirs: Sequence[str | Path], out_dir: str | Path, *, min_generatio
         plot_solve_rate_hist(runs, labels, out_dir),
         plot_collapse(runs, labels, out_dir),
         plot_verification(runs, labels, out_dir),
+        plot_rejections(runs, labels, out_dir),
         plot_phase_seconds(runs, labels, out_dir),
         plot_targets(runs, labels, out_dir),
     ]

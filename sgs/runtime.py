@@ -42,6 +42,8 @@ from sgs.warmstart import load_corpus
 
 #: Verdicts of every check the run made, so a resumed run re-verifies nothing.
 VERDICT_CACHE_FILE = "verdicts.jsonl"
+#: The run directory's log of proofs the first check accepted and the audit rejected.
+AUDIT_LOG_FILE = "audit_disagreements.jsonl"
 #: What each verifier worker asks of ``resources.verifier_node_resource``: a
 #: node declaring 1 of it takes up to 1,000 workers (its CPUs are the real limit).
 VERIFIER_NODE_SHARE = 0.001
@@ -301,6 +303,9 @@ def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint],
             num_workers=res.verifier_workers,
             timeout=cfg.prover.timeout,
             cache=VerdictCache(run_dir / VERDICT_CACHE_FILE),
+            audit_fraction=cfg.prover.audit_fraction,
+            audit_log=run_dir / AUDIT_LOG_FILE,
+            audit_seed=cfg.seed,
             cpus_per_worker=res.cpus_per_verifier,
             placement_strategy=res.verifier_placement,
             bundle_resources={res.verifier_node_resource: VERIFIER_NODE_SHARE} if res.verifier_node_resource else None,

@@ -246,7 +246,8 @@ def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequ
                          num_gpus=res.gpus_per_engine)
     try:
         pool = VerifierPool(backend_spec(cfg.prover), num_workers=res.verifier_workers, timeout=cfg.prover.timeout,
-                            cpus_per_worker=res.cpus_per_verifier, name="warmup-verifier")
+                            cpus_per_worker=res.cpus_per_verifier, name="warmup-verifier",
+                            audit_fraction=cfg.prover.audit_fraction, audit_seed=cfg.seed)
         try:
             prompter = Prompter(language, tokenizer)
             k = cfg.method.num_solver_samples

@@ -77,6 +77,20 @@ def test_rocq_verify_with_every_flag_and_its_cache(tmp_path, require_rocq):
 
 
 @pytest.mark.slow
+def test_rocq_verify_allowed_axioms(tmp_path, require_rocq):
+    """A proof by excluded middle depends on the axiom ``classic``: invalid by default, valid once allowed."""
+    classical = {"id": "em", "header": "Require Import Classical.",
+                 "statement": "Theorem em : forall P : Prop, P \\/ ~ P.", "proof": "Proof. intro P. apply classic. Qed."}
+    src = write_jsonl(tmp_path / "in.jsonl", [classical])
+    strict = verify("--backend", "rocq", "--input", str(src), "--output", str(tmp_path / "strict.jsonl"), "--quiet")
+    allowed = verify("--backend", "rocq", "--input", str(src), "--output", str(tmp_path / "allowed.jsonl"), "--quiet",
+                     "--allowed-axioms", "classic")
+    assert strict.returncode == 0 and allowed.returncode == 0, strict.stderr[-2000:] + allowed.stderr[-2000:]
+    assert read_verdicts(tmp_path / "strict.jsonl")["em"]["status"] == "invalid"
+    assert read_verdicts(tmp_path / "allowed.jsonl")["em"]["status"] == "valid"
+
+
+@pytest.mark.slow
 def test_sgs_verify_console_script_writes_to_stdout(tmp_path, require_rocq):
     """The ``sgs-verify`` script that ``pip install`` puts on PATH, without ``--output``."""
     script = VENV_BIN / "sgs-verify"

@@ -19,6 +19,8 @@ from sgs.metrics import (
     solve_rates,
     system_error_rate,
     verification_outcomes,
+    verifier_metrics,
+    reason_key,
     resolved_wandb_mode,
     sample_tables,
     wandb_run_id,
@@ -76,6 +78,36 @@ def test_pass_at_k_is_over_every_training_target():
     # A verified conjecture says nothing about the targets.
     assert pass_at_k(ATTEMPTS, ["x"]) == 0.0
     assert pass_at_k(ATTEMPTS, []) == 0.0
+
+
+def judged(status: str, reason: str = "", audit: str = "") -> Attempt:
+    return Attempt(id=f"{status}/{reason}/{audit}", iteration=0, problem_id="a", problem_kind="target",
+                   completion=completion(), proof="Proof. auto. Qed.", extraction_error=None,
+                   verdict=Verdict(Status(status), reason=reason, audit=audit), reward=0.0)
+
+
+def test_verifier_metrics_count_reasons_and_audits_by_hand():
+    attempts = [
+        judged("valid", "ok", audit="agree"), judged("valid", "ok"), judged("valid", "ok", audit="inconclusive"),
+        judged("invalid", "audit_disagreement", audit="disagree"),
+        judged("invalid", "banned:Unset Guard Checking"), judged("invalid", "banned:Unset Guard Checking"),
+        judged("invalid", "prover_error"), judged("timeout", "timeout"),
+        judged("system_error", "worker_lost"),  # infrastructure, not a judgement: not counted
+        attempt("a", 9, None),  # no proof extracted, no verdict
+    ]
+    assert verifier_metrics(attempts) == {
+        "verifier/audited": 3, "verifier/audit_disagreements": 1, "verifier/audit_inconclusive": 1,
+        "verifier/rejected/audit_disagreement": 1, "verifier/rejected/banned:Unset_Guard_Checking": 2,
+        "verifier/rejected/prover_error": 1, "verifier/rejected/timeout": 1,
+    }
+    assert verifier_metrics([]) == {"verifier/audited": 0, "verifier/audit_disagreements": 0,
+                                    "verifier/audit_inconclusive": 0}
+
+
+@pytest.mark.parametrize("reason, key", [("banned:Unset Guard Checking", "banned:Unset_Guard_Checking"),
+                                         ("a/b  c", "a_b_c"), ("  ", "unknown"), ("prover_error", "prover_error")])
+def test_reason_keys_are_one_key_segment(reason, key):
+    assert reason_key(reason) == key
 
 
 def test_verification_outcomes_and_the_system_error_rate():

@@ -30,3 +30,16 @@ def test_publishing_is_throttled(ray_session, monkeypatch):
     assert published == []  # within the interval: nothing sent
     monitor.publish(force=True)
     assert len(published) == 1
+
+
+def test_rejection_reasons_become_tagged_gauges_that_drop_to_zero(ray_session, monkeypatch):
+    monitor = LiveMonitor("run-z", ("prove",))
+    rejected, headline = [], []
+    monkeypatch.setattr(monitor._rejected, "set", lambda value, tags: rejected.append((tags["reason"], value)))
+    monkeypatch.setattr(monitor._iteration_gauges["verifier/audit_disagreements"], "set", headline.append)
+    monitor.iteration_finished({"iteration": 0, "verifier/audit_disagreements": 2,
+                                "verifier/rejected/prover_error": 5, "verifier/rejected/banned:Admitted": 1})
+    assert sorted(rejected) == [("banned:Admitted", 1.0), ("prover_error", 5.0)] and headline == [2.0]
+    rejected.clear()
+    monitor.iteration_finished({"iteration": 1, "verifier/rejected/prover_error": 3})
+    assert sorted(rejected) == [("banned:Admitted", 0.0), ("prover_error", 3.0)]

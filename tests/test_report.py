@@ -34,6 +34,7 @@ from sgs.report import (
     metric_group,
     metric_series,
     read_run,
+    rejection_counts,
     report,
     run_labels,
     solve_rate_curve,
@@ -43,7 +44,8 @@ from sgs.report import (
 
 #: Every figure the report draws, in page order.
 FIGURES = ("solve_rate.png", "pass_at_k.png", "conjecturer_reward.png", "guide.png", "entropy.png",
-           "solve_rate_hist.png", "collapse.png", "verification.png", "phase_seconds.png", "targets.png")
+           "solve_rate_hist.png", "collapse.png", "verification.png", "rejections.png", "phase_seconds.png",
+           "targets.png")
 
 HEADER = "Require Import Arith."
 TARGETS = [Target(id=name, header=HEADER, statement=f"Theorem {name} : True.", held_out=name == "t_held")
@@ -100,11 +102,14 @@ def _metrics(iteration: int, generations: int, rate: float, **extra) -> dict:
 METRICS = [
     _metrics(0, 9, 1 / 3, solver_entropy=0.5, **{
         "verification/valid": 2, "verification/invalid": 4,
+        "verifier/audited": 1, "verifier/audit_disagreements": 1,
+        "verifier/rejected/prover_error": 3, "verifier/rejected/audit_disagreement": 1,
         "phase_seconds/prove": 2.0, "phase_seconds/review": 1.0,
         "solve_rate_hist/target/0": 2, "solve_rate_hist/target/1": 0, "solve_rate_hist/target/2": 1}),
     # Resumed after the prove phase: that phase has no timing.  The Guide's mean is undefined.
     _metrics(1, 15, 2 / 3, solver_entropy=0.25, mean_guide_score=None, **{
         "verification/valid": 2, "verification/invalid": 2,
+        "verifier/audited": 1, "verifier/audit_disagreements": 0, "verifier/rejected/banned:Admitted": 2,
         "phase_seconds/review": 1.5,
         "solve_rate_hist/target/0": 1, "solve_rate_hist/target/1": 1, "solve_rate_hist/target/2": 0}),
 ]
@@ -246,6 +251,13 @@ def test_metric_series_and_groups():
     assert metric_group(METRICS, "verification") == {"valid": [2, 2], "invalid": [4, 2]}
 
 
+def test_rejection_reasons_are_zero_where_absent_and_the_rare_ones_summed():
+    assert rejection_counts(METRICS) == {"prover_error": [3, 0], "banned:Admitted": [0, 2],
+                                         "audit_disagreement": [1, 0]}
+    assert rejection_counts(METRICS, top=1) == {"prover_error": [3, 0], "other": [1, 2]}
+    assert rejection_counts([{"iteration": 0}]) == {}
+
+
 def test_solve_rate_histogram_is_bucket_by_iteration():
     hist = solve_rate_histogram(METRICS, "target")
     assert hist.iterations == [0, 1] and hist.buckets == [0, 1, 2]
@@ -322,6 +334,8 @@ def test_report_writes_every_figure_and_explains_what_is_missing(run_dir, tmp_pa
     assert ("no `phase_seconds/prove` in iteration(s) 1 "
             "(a phase finished before the run was resumed is not timed)") in text
     assert "iter_0002/conjecture.partial.jsonl" in text  # the killed phase is named, not counted
+    assert "## 9. Rejection reasons" in text
+    assert "the audit re-checked 2 valid proofs and disagreed on 1" in text
 
 
 def test_an_ablation_sweep_shares_each_figure_and_html_escapes(tmp_path):
