@@ -47,6 +47,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from sgs.benchmark_names import benchmark_problems
+
 #: Directory holding ``config.yaml`` and the config groups (repository root ``conf/``).
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
 #: Name of the primary config inside :data:`CONFIG_DIR`.
@@ -984,9 +986,6 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
 
 
 def _check_evaluation(problems: list[str], evaluation: EvaluationConfig, prover: ProverConfig) -> None:
-    # sgs.benchmarks imports this module, hence the import here.
-    from sgs.benchmarks import benchmark_problems
-
     _at_least(problems, "evaluation.k", evaluation.k, 0)
     _choice(problems, "evaluation.contamination", evaluation.contamination, CONTAMINATION_MODES)
     problems.extend(benchmark_problems(evaluation.benchmark, evaluation.benchmark_file, prover.language))
