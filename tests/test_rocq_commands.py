@@ -108,8 +108,8 @@ def test_rejection_reasons_are_short_and_name_their_command():
 
 
 @pytest.fixture(scope="module")
-def session():
-    config = RocqConfig()
+def session(coqtop):
+    config = RocqConfig(coqtop=coqtop)
     started = RocqSession(config.argv(), env=config.child_env(), limits=config.limits(), name="coqtop-grammar")
     started.wait_ready(time.monotonic() + 60)
     yield started
