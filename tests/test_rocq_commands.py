@@ -26,8 +26,8 @@ from lean_env.rocq.commands import COMMANDS, REJECTION_REASONS, classify, head_w
 from lean_env.rocq.session import RocqSession, SessionDied
 
 #: libraries whose plugins add vernacular commands
-PLUGIN_LIBRARIES = ("Ltac2.Ltac2", "Extraction", "Recdef", "FunInd", "ssreflect", "Derive", "Lia", "Psatz", "Ring", "Field",
-                    "Nsatz", "Setoid", "Program")
+PLUGIN_LIBRARIES = ("Ltac2.Ltac2", "Extraction", "Recdef", "FunInd", "ssreflect", "Derive", "Lia", "Psatz", "Ring",
+                    "Field", "Nsatz", "Setoid", "Program")
 #: entries ``Print Grammar vernac.`` prints, each of which starts commands
 ENTRIES = ("vernac_control", "command", "syntax", "gallina", "gallina_ext")
 #: grammar productions that start with a non-terminal, and the rows that
