@@ -4,7 +4,9 @@ This is a reward function: a proof it wrongly accepts is a proof self-play
 learns to write.  A proof is valid when all of this holds:
 
 1. the header, the statement and the body pass :mod:`lean_env.rocq.checks`
-   (``Proof.``, tactic sentences only, ``Qed.``, nothing after it);
+   (``Proof.``/``Proof using``/``Proof with``, then tactic sentences and the
+   print-only queries :mod:`lean_env.rocq.commands` allows, then ``Qed.`` or
+   ``Defined.``, nothing after it);
 2. in a coqtop session at the state right after the header, the trusted
    statement opens exactly the proof of its name;
 3. every body sentence, sent one at a time, moves Coq to a new state and
@@ -18,7 +20,7 @@ learns to write.  A proof is valid when all of this holds:
    and the query is skipped.
 
 Because we send the trusted statement ourselves and the body may hold
-nothing but tactics, the body cannot swap the statement; the checks after
+nothing but tactics and queries, the body cannot swap the statement; the checks after
 ``Qed`` confirm that the named theorem now exists and depends on nothing
 unexpected.  Before every piece of work the session goes back (``BackTo``)
 to the state right after the header, so proofs never see each other.

@@ -19,10 +19,11 @@ positivity checking off, inductives of the shape that may use definitional
 UIP (in ``SProp`` with one constructor without arguments, reported whether
 or not ``Definitional UIP`` is on), and section variables.
 
-A proof the backend accepts is ``Proof.``, tactic sentences and ``Qed.``
-(:mod:`lean_env.rocq.checks`).  Tactics cannot declare axioms, load
-libraries, open sections or change typing flags (those are commands), and
-``Qed`` has the kernel check the whole term.  So the globals a valid proof
+A proof the backend accepts is ``Proof.``, tactic sentences, queries that
+only print and ``Qed.`` or ``Defined.`` (:mod:`lean_env.rocq.checks`,
+:mod:`lean_env.rocq.commands`).  Tactics and queries cannot declare axioms,
+load libraries, open sections or change typing flags (those are commands the
+table rejects), and ``Qed``/``Defined`` have the kernel check the whole term.  So the globals a valid proof
 can reach are the theorem itself (and constants that tactics such as
 ``abstract`` define, with bodies), what coqtop declared at start-up, and what
 the header's libraries declare.  ``Print Assumptions`` can therefore only
@@ -76,6 +77,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from lean_env.rocq.config import RocqConfig
+from lean_env.rocq.environment import Environment, Library
 from lean_env.rocq.output import clean, parse_assumptions
 from lean_env.rocq.session import RocqSession, SessionError
 
@@ -117,33 +119,6 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 class CensusError(RuntimeError):
     """The census could not be taken (the backend then keeps checking every
     proof with ``Print Assumptions``)."""
-
-
-@dataclass(frozen=True)
-class Library:
-    """One compiled library coqtop loaded."""
-
-    #: qualified name (``Coq.micromega.Lia``)
-    name: str
-    #: the ``.vo`` file, with symbolic links resolved
-    path: str
-    #: size in bytes (with the modification time, a rebuilt file makes a new key)
-    size: int
-    #: modification time in nanoseconds
-    mtime_ns: int
-
-
-@dataclass(frozen=True)
-class Environment:
-    """What the census needs to know about the state right after a header."""
-
-    #: every library loaded (the header's and their dependencies, the prelude included)
-    libraries: tuple[Library, ...]
-    #: cache key: the libraries, coqtop, coqchk and the census logic; empty
-    #: when the census does not apply (see ``reason``)
-    key: str
-    #: why the census does not apply, if it does not
-    reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,30 +12,42 @@ Splitting rules (Coq's ``CLexer``):
 * string literals are ``"..."`` with ``""`` standing for one quote;
 * a ``.`` ends a sentence only when followed by a blank (space, tab, newline,
   carriage return) or the end of the text, so ``Nat.add_comm`` and ``x.(f)``
-  do not end one;
+  do not end one; ``...`` followed by a blank ends a tactic sentence too
+  (``split...`` runs the ``Proof with`` tactic after ``split``);
 * at the start of a sentence a run of one bullet character (``-``, ``+``,
   ``*``) is a sentence of its own, and so are ``{`` and ``}``; ``2: {`` and
   ``[x]: {`` are sentences too.
 
-Where Coq's behaviour depends on the keyword table (``..``, ``...``, ``.(*``)
+Where Coq's behaviour depends on the keyword table (``..`` elsewhere, ``.(*``)
 we refuse the text instead of guessing.  The coqtop session independently
 verifies that Coq saw exactly one sentence per sentence sent, so a splitting
 mistake here can only turn into a rejection, never into an accepted proof.
 
-Policy (see :func:`validate_proof`): a proof is ``Proof.`` followed by tactic
-sentences (plus bullets, braces and ``Unshelve.``) and ends with ``Qed.``.
-``Proof using``/``Proof with``, ``Defined.`` and every vernacular command
-inside the proof are refused, including harmless queries such as ``Print``,
-``Check`` or ``Search`` and control prefixes such as ``Time``, ``Fail``,
-``Timeout`` and ``Redirect``: a tactic sentence must start with a lower-case
-tactic name, a goal selector or a tactical bracket, never with a capitalised
-command word.  Tactics that leave holes or skip checks (``admit``,
-``give_up``, ``*_no_check``) and Ltac profiling are refused too.
+Policy (see :func:`validate_proof`): a proof starts with ``Proof.``,
+``Proof using ... .`` or ``Proof with tactic.``, goes on with tactic
+sentences, bullets, braces and the commands :mod:`lean_env.rocq.commands`
+allows (queries that only print, such as ``Show``, ``Check``, ``Search``,
+and ``Unshelve``), and ends with ``Qed.`` or ``Defined.``.  Every other
+command is refused with the reason its row in that table gives
+(``banned:Unset Guard Checking``, ``banned:Fail``, ...); a capitalised
+sentence start that is no command is ``unknown_command``.  Command words
+(``Admitted``, ``Axiom``, ...) are refused anywhere in a sentence, so none
+can be smuggled inside ``ltac:(...)``; tactics that leave holes or skip
+checks (``admit``, ``give_up``, ``*_no_check``) and Ltac profiling are
+refused too.
 
 Statements (see :func:`validate_statement`), trusted task statements and
 untrusted conjectures alike, are one ``<keyword> name ... : type.`` sentence
-with a keyword from :data:`THEOREM_KEYWORDS` and an ASCII name; headers (see
+with a keyword from :data:`THEOREM_KEYWORDS` and a name that is a Rocq
+identifier (Unicode letters included: ``Theorem 証明 : ...``); headers (see
 :func:`validate_header`) only load libraries and open or close scopes.
+
+Reasons (the verdict's ``reason``, also metric keys): ``banned:<command>``
+and ``banned:<word>`` (finite: :data:`REJECTION_REASONS`),
+``unknown_command``, ``not_a_tactic``, ``banned:Proof_variant``,
+``proof_start``, ``proof_end``, ``after_qed``, ``empty``, ``too_long``,
+``bad_input``, ``bad_character``, ``syntax:<what>``, ``statement_shape``,
+``header_rejected``.
 """
 
 from __future__ import annotations
@@ -44,6 +56,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Literal
+
+from lean_env.rocq.commands import REJECTION_REASONS as COMMAND_REASONS
+from lean_env.rocq.commands import classify, head_words
 
 #: theorem-like keywords accepted at the start of a statement
 THEOREM_KEYWORDS = ("Theorem", "Lemma", "Example", "Corollary", "Proposition", "Fact", "Remark")
@@ -65,6 +80,11 @@ BANNED_WORDS = frozenset({
     "Redirect", "Extraction", "Drop", "Load", "Cd",
 })
 
+#: every ``banned:...`` reason a proof, tactic step or statement can be refused with
+REJECTION_REASONS = COMMAND_REASONS | frozenset(
+    f"banned:{word}" for word in {*BANNED_WORDS, *BANNED_TACTICS, "ltac", "ltac2", "ltac_profiling",
+                                  "Proof_variant"})
+
 #: sentences a header may contain: loading libraries and opening scopes
 _HEADER_SENTENCE = re.compile(
     r"(?:From\s+[\w.']+\s+)?Require(?:\s+(?:Import|Export))?(?:\s+[\w.']+)+\s*\.|"
@@ -73,7 +93,10 @@ _HEADER_SENTENCE = re.compile(
 )
 
 _BLANKS = " \t\n\r"
-_IDENT = r"[A-Za-z_][A-Za-z0-9_']*"
+#: a Rocq identifier: a letter (any script) or ``_``, then letters, digits,
+#: ``_`` and ``'``.  Where Coq reads a name differently, the session's check
+#: that the statement opens exactly the proof of that name refuses it.
+_IDENT = r"[^\W\d][\w']*"
 #: characters after which ``(*`` certainly starts a comment (no keyword ends there)
 _SAFE_BEFORE_COMMENT = set(_BLANKS) | set("()[]{}\",;_'") | set(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
@@ -217,6 +240,13 @@ def split_sentences(text: str) -> list[Sentence]:
             continue
         if ch == ".":
             nxt = text[i + 1] if i + 1 < n else ""
+            if text.startswith("...", i) and (i + 3 == n or text[i + 3] in _BLANKS):
+                code.append("...")
+                i += 3
+                emit(i, "command", start)
+                start = None
+                at_start = True
+                continue
             if nxt == ".":
                 raise RocqTextError("syntax:ellipsis", f"'..' at offset {i} is not accepted")
             code.append(".")
@@ -288,22 +318,38 @@ def _check_banned_words(sentence: Sentence) -> None:
         raise RocqTextError(f"banned:{banned[0]}", f"{banned[0]!r} is not allowed in {sentence.text[:80]!r}")
 
 
+def _words_after(code: str, words: tuple[str, ...]) -> str:
+    """``code`` without the command keywords ``words`` it starts with."""
+    m = re.match(r"\s*".join(re.escape(w) for w in words), code)
+    assert m is not None, (code, words)
+    return code[m.end():]
+
+
 def check_tactic_sentence(sentence: Sentence) -> None:
-    """Accept a bullet, a brace, ``Unshelve.`` or a sentence that runs tactics;
-    refuse everything else with a ``banned:<word>`` or ``not_a_tactic`` reason."""
-    if sentence.kind != "command" or _is(sentence, r"Unshelve\s*\."):
+    """Accept a bullet, a brace, a sentence that runs tactics or a command
+    the table (:mod:`lean_env.rocq.commands`) allows; refuse everything else
+    with a ``banned:<command>``, ``banned:<word>``, ``unknown_command`` or
+    ``not_a_tactic`` reason."""
+    if sentence.kind != "command":
         return
     code = sentence.code
-    first = _WORD.match(code)
-    if first and first.group(0)[0].isupper():
-        raise RocqTextError(f"banned:{first.group(0)}", f"command {first.group(0)!r} is not allowed in a proof")
+    selector = _SELECTOR.match(code)
+    body = code[selector.end():] if selector else code
+    command = classify(head_words(body))
+    if command is not None:
+        if not command.allowed:
+            raise RocqTextError(command.reason, f"{command.name!r} is not allowed in a proof ({command.why})")
+        if selector:
+            raise RocqTextError("not_a_tactic", f"a goal selector cannot apply to the command {command.name!r}")
+        rest = _words_after(body, command.words)
+        _check_banned_words(Sentence(text=sentence.text, start=sentence.start, kind="command", code=rest))
+        return
     _check_banned_words(sentence)
     if re.search(r"(?<![A-Za-z0-9_'])ltac\s+profil", code):
         raise RocqTextError("banned:ltac_profiling", "Ltac profiling is not allowed")
-    body = code
-    selector = _SELECTOR.match(body)
-    if selector:
-        body = body[selector.end():]
+    if body[:1].isupper():
+        raise RocqTextError("unknown_command", f"{sentence.text[:80]!r} starts with a word that is neither a "
+                            "tactic nor a command allowed in a proof")
     if not body or not (body[0].islower() and body[0].isascii() or body[0] in "(["):
         raise RocqTextError("not_a_tactic", f"{sentence.text[:80]!r} does not start with a tactic")
 
@@ -311,8 +357,9 @@ def check_tactic_sentence(sentence: Sentence) -> None:
 def validate_proof(proof: object, *, max_chars: int = 50_000, max_sentences: int = 2_000) -> list[Sentence]:
     """Check an untrusted proof body and return its sentences.
 
-    The body must be ``Proof.``, then tactic sentences, then ``Qed.`` with
-    nothing but blanks and comments after it.
+    The body must be ``Proof.`` (or ``Proof using ... .`` / ``Proof with
+    tactic.``), then tactic sentences and allowed commands, then ``Qed.`` or
+    ``Defined.`` with nothing but blanks and comments after it.
     """
     text = check_characters(proof, max_chars=max_chars, what="proof")
     sentences = split_sentences(text)
@@ -320,23 +367,43 @@ def validate_proof(proof: object, *, max_chars: int = 50_000, max_sentences: int
         raise RocqTextError("empty", "the proof is empty")
     if len(sentences) > max_sentences:
         raise RocqTextError("too_long", f"{len(sentences)} sentences (at most {max_sentences})")
-    head = sentences[0]
-    if not _is(head, r"Proof\s*\."):
-        if head.code.startswith("Proof"):
-            raise RocqTextError("banned:Proof_variant", f"only a plain 'Proof.' is accepted, not {head.text[:80]!r}")
-        raise RocqTextError("proof_start", f"the proof must start with 'Proof.', not {head.text[:80]!r}")
+    _check_proof_head(sentences[0])
     if len(sentences) == 1:
-        raise RocqTextError("proof_end", "the proof must end with 'Qed.'")
+        raise RocqTextError("proof_end", "the proof must end with 'Qed.' or 'Defined.'")
     *middle, last = sentences[1:]
     for i, sentence in enumerate(middle):
-        if _is(sentence, r"Qed\s*\."):
+        if _is(sentence, _CLOSING):
             trailing = sentences[i + 2].text[:80]
             raise RocqTextError("after_qed", f"text after the proof is closed: {trailing!r}")
         check_tactic_sentence(sentence)
-    if not _is(last, r"Qed\s*\."):
-        check_tactic_sentence(last)  # names the command when the proof ends with Defined/Admitted/...
-        raise RocqTextError("proof_end", f"the proof must end with 'Qed.', not {last.text[:80]!r}")
+    if not _is(last, _CLOSING):
+        check_tactic_sentence(last)  # names the command when the proof ends with Admitted/Abort/...
+        raise RocqTextError("proof_end", f"the proof must end with 'Qed.' or 'Defined.', not {last.text[:80]!r}")
     return sentences
+
+
+#: the sentences that may end a proof (``Defined`` only makes the proof
+#: transparent; the kernel checks it exactly as with ``Qed``)
+_CLOSING = r"(?:Qed|Defined)\s*\."
+
+
+def _check_proof_head(head: Sentence) -> None:
+    """``Proof.``, ``Proof using <names>.``, ``Proof with <tactic>.`` or
+    both; the rest of the sentence may hold no banned word."""
+    if head.kind == "command" and _is(head, r"Proof\s*\."):
+        return
+    variant = re.fullmatch(r"Proof\s+(?:using|with)\b(.*)", head.code, re.S)
+    if head.kind == "command" and variant:
+        _check_banned_words(Sentence(text=head.text, start=head.start, kind="command", code=variant.group(1)))
+        return
+    command = classify(head_words(head.code))
+    if command is not None and command.words != ("Proof",):
+        raise RocqTextError(command.reason if not command.allowed else "proof_start",
+                            f"the proof must start with 'Proof.', not {head.text[:80]!r}")
+    if head.code.startswith("Proof"):
+        raise RocqTextError("banned:Proof_variant", f"'Proof <term>.' and other forms are not accepted: "
+                            f"{head.text[:80]!r}")
+    raise RocqTextError("proof_start", f"the proof must start with 'Proof.', not {head.text[:80]!r}")
 
 
 def validate_statement(statement: object, *, max_chars: int = 10_000) -> Statement:

@@ -19,7 +19,7 @@ from lean_env.sandbox import Limits
 
 #: bump whenever a change to the checks can change a verdict (part of the
 #: verdict-cache key)
-CHECKS_VERSION = "1"
+CHECKS_VERSION = "2"   # 2: the command table (queries, Proof using/with, Defined, Unicode names)
 
 #: the module coqtop's own declarations live in
 TOPLEVEL_MODULE = "Top"

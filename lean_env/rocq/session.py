@@ -14,8 +14,9 @@ it away.  Whether a failure is the input's fault is for the owner to decide.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
+from lean_env.rocq.environment import Environment
 from lean_env.rocq.output import (
     Barrier,
     Prompt,
@@ -27,9 +28,6 @@ from lean_env.rocq.output import (
     parse_reply,
 )
 from lean_env.sandbox import Limits, OutputTooLarge, ProcessDied, ReadTimeout, SandboxedProcess
-
-if TYPE_CHECKING:
-    from lean_env.rocq.census import Environment
 
 
 class SessionError(RuntimeError):
