@@ -37,7 +37,7 @@ from sgs import sft
 from sgs.benchmarks import Benchmark, BenchmarkError, load_benchmark
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, suggested_overrides
 from sgs.config import validate, warmstart_enabled
-from sgs.evaluate import HELD_OUT_FILE, held_out_pass_at_k, read_json
+from sgs.evaluation import HELD_OUT_FILE, held_out_pass_at_k, read_json
 from sgs.loop import PHASES, Loop, current_weights, derived_seed
 from sgs.metrics import MetricsSink
 from sgs.runtime import Checkpoint, build_runtime, model_paths, sampling_settings, start_ray

@@ -56,7 +56,6 @@ import functools
 import json
 import logging
 import math
-import random
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence, Set
@@ -71,7 +70,7 @@ from sgs import objectives
 from sgs.benchmarks import Benchmark
 from sgs.config import SGSConfig, engines_sleep_during_training, weight_transfer_backend
 from sgs.engines import EngineGroup, Sample, SamplingSettings
-from sgs.evaluate import SUMMARY_FILE, evaluate_problems, format_table, read_json
+from sgs.evaluation import SUMMARY_FILE, evaluate_problems, format_table, read_json
 from sgs.learner import TrainExample, train
 from sgs.records import Attempt, Completion, Conjecture, ConjectureScore, Target, prompt_digest
 from sgs.rewards import (
@@ -89,6 +88,7 @@ from sgs.runtime import Checkpoint, Runtime, sampling_settings, train_settings
 from sgs.sample_cache import SampleCache, sample_key
 from sgs.streaming import Request, stream, submit
 from sgs.store import PhaseLog, Store
+from sgs.targets import batch_targets
 
 log = logging.getLogger(__name__)
 
@@ -129,16 +129,6 @@ class Problem:
     id: str
     header: str
     statement: str
-
-
-def batch_targets(targets: Sequence[Target], batch_size: int | None, seed: int, iteration: int) -> list[Target]:
-    """The iteration's training targets: all of them, or a seeded subsample of
-    ``batch_size`` (kept in source order), the same on every resume."""
-    training = [t for t in targets if not t.held_out]
-    if batch_size is None or batch_size >= len(training):
-        return training
-    chosen = set(random.Random(f"{seed}/{iteration}").sample(range(len(training)), batch_size))
-    return [t for i, t in enumerate(training) if i in chosen]
 
 
 def derived_seed(seed: int, iteration: int, phase: str) -> int:

@@ -65,8 +65,8 @@ from sgs.solved import SolvedRegistry, StoredProof
 from sgs.store import CONFIG_FILE, METRICS_FILE, TARGETS_FILE, Store
 
 #: The held-out evaluations of a run ({policy version: result}).  This and
-#: the next name are :data:`sgs.evaluate.HELD_OUT_FILE` and
-#: :data:`sgs.evaluate.SUMMARY_FILE`, repeated here because importing that
+#: the next name are :data:`sgs.evaluation.HELD_OUT_FILE` and
+#: :data:`sgs.evaluation.SUMMARY_FILE`, repeated here because importing that
 #: module loads Ray, Hydra and transformers (seconds) for two strings.
 HELD_OUT_FILE = "held_out_eval.json"
 #: The summary of one benchmark evaluation (``BenchmarkResult.to_json``),

@@ -60,14 +60,13 @@ from lean_env.pool import VerifierPool
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, validate
 from sgs.config import warmstart_enabled
 from sgs.engines import EngineGroup
-from sgs.evaluate import conjecturer_outputs, guide_parse_rate, read_json, solver_pass_at_k, write_json
+from sgs.evaluation import conjecturer_outputs, guide_parse_rate, read_json, solver_pass_at_k, write_json
 from sgs.learner import TrainExample, TrainSettings, train
-from sgs.loop import batch_targets
 from sgs.models import ModelPaths, default_cache_dir
 from sgs.models.tiny import BUILD_INFO_FILE
 from sgs.records import Target
 from sgs.runtime import Prompter, backend_spec, chat_prompt, model_paths, sampling_settings, start_ray, train_settings
-from sgs.targets import load_targets
+from sgs.targets import batch_targets, load_targets
 from sgs.warmstart import WarmstartExample, corpus_fingerprint, load_corpus
 
 #: Bump when the training procedure changes, so old cached checkpoints are not reused.

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+import random
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,13 @@ def _strip_placeholder(statement: str) -> str:
 def corpus_texts(targets: Iterable[Target]) -> list[str]:
     """Tokenizer training text for the tiny model: each target's header and statement."""
     return [f"{t.header}\n{t.statement}" for t in targets]
+
+
+def batch_targets(targets: Sequence[Target], batch_size: int | None, seed: int, iteration: int) -> list[Target]:
+    """The iteration's training targets: all of them, or a seeded subsample of
+    ``batch_size`` (kept in source order), the same on every resume."""
+    training = [t for t in targets if not t.held_out]
+    if batch_size is None or batch_size >= len(training):
+        return training
+    chosen = set(random.Random(f"{seed}/{iteration}").sample(range(len(training)), batch_size))
+    return [t for i, t in enumerate(training) if i in chosen]

@@ -30,7 +30,8 @@ from lean_env.pool import VerifierPool
 from sgs.benchmarks import HUB_BENCHMARKS, BenchmarkError, load_benchmark
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ROCQ_TARGETS, TargetsConfig, TinyModelSettings, config_problems
 from sgs.engines import EngineGroup, Sample, SamplingSettings
-from sgs.evaluate import PROBLEMS_FILE, SUMMARY_FILE, evaluate_problems, format_table, main
+from sgs.evaluate import main
+from sgs.evaluation import PROBLEMS_FILE, SUMMARY_FILE, evaluate_problems, format_table
 from sgs.models import build_tiny_model
 from sgs.records import Target
 from sgs.runtime import Prompter

@@ -39,7 +39,6 @@ from sgs.loop import (
     TRAIN_METRICS_FILE,
     Problem,
     attempt_id,
-    batch_targets,
     conjecture_id,
     current_weights,
     derived_seed,
@@ -48,6 +47,7 @@ from sgs.loop import (
     select_solver_samples,
 )
 from sgs.records import Attempt, Completion, ConjectureScore, Target, prompt_digest
+from sgs.targets import batch_targets
 from sgs.roles import CONJECTURE_NAME_PREFIX, Failure, PromptSet, canonical_form
 from sgs.runtime import Checkpoint, Prompter, backend_spec, chat_prompt, colocated_gpu_ids
 from sgs.store import REQUIRED_METRICS, Store

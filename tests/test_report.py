@@ -219,7 +219,7 @@ def test_held_out_and_benchmark_results_are_read_by_policy_version():
 
 
 def test_the_held_out_file_name_is_the_one_the_run_writes():
-    from sgs.evaluate import HELD_OUT_FILE as WRITTEN, SUMMARY_FILE
+    from sgs.evaluation import HELD_OUT_FILE as WRITTEN, SUMMARY_FILE
 
     from sgs.report import BENCHMARK_SUMMARY_FILE
 

@@ -27,7 +27,7 @@ from lean_env.backends import BackendSpec
 from lean_env.pool import VerifierPool
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ROCQ_TARGETS, SGSConfig, TargetsConfig, TinyModelSettings, validate
 from sgs.engines import Sample, SamplingSettings
-from sgs.evaluate import HELD_OUT_FILE, conjecturer_outputs, guide_parse_rate, held_out_pass_at_k, solver_pass_at_k
+from sgs.evaluation import HELD_OUT_FILE, conjecturer_outputs, guide_parse_rate, held_out_pass_at_k, solver_pass_at_k
 from sgs.models import ModelPaths, build_tiny_model
 from sgs.records import Target
 from sgs.roles import Role

@@ -44,7 +44,7 @@ from ray.exceptions import RayActorError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from sgs.engines.base import GenerationEngine, Sample, SamplingSettings
+from sgs.engines.base import GenerationEngine, Sample, SamplingSettings, first_line
 from sgs.engines.weight_transfer import WeightTarget
 
 log = logging.getLogger(__name__)
@@ -637,8 +637,3 @@ def _ready(refs: list[ray.ObjectRef], timeout: float) -> list[ray.ObjectRef]:
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
     return ready
 
-
-def first_line(error: BaseException) -> str:
-    """An exception as one short line (Ray's carry whole tracebacks)."""
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"

@@ -168,3 +168,9 @@ def top_k_entropy(top_logprobs: torch.Tensor) -> torch.Tensor:
     """
     log_p = torch.log_softmax(top_logprobs.float(), dim=-1)
     return -(log_p.exp() * log_p).sum(dim=-1)
+
+
+def first_line(error: BaseException) -> str:
+    """An exception as one short line (Ray's carry whole tracebacks)."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"

@@ -36,7 +36,7 @@ from vllm.distributed.weight_transfer.base import (
 )
 from vllm.distributed.weight_transfer.factory import WeightTransferEngineFactory, WeightTransferTrainerFactory
 
-from sgs.engines.actor import first_line
+from sgs.engines.base import first_line
 
 BACKEND = "gloo"
 

@@ -1,0 +1,147 @@
+"""The import graph of ``sgs/`` and ``lean_env/``: no circles, and the arrows
+point one way (a newcomer can read a module knowing only what is below it).
+
+The graph is read statically with :mod:`ast`, imports inside functions
+included: an import moved into a function to dodge a circle at load time is
+still a circle for the reader.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("sgs", "lean_env")
+
+
+def module_files() -> dict[str, Path]:
+    """Every module of the packages, by dotted name (a package by its ``__init__``)."""
+    modules = {}
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            modules[name] = path
+    return modules
+
+
+def imported_names(module: str, path: Path) -> set[str]:
+    """Every dotted name the module's import statements mention (absolute, ``from`` names included)."""
+    names = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the packages it imports (a name resolves to its longest module prefix)."""
+    modules = module_files()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, path in modules.items():
+        targets = {resolve(name) for name in imported_names(module, path)}
+        # A module importing its own package's __init__ (or itself) is not an edge worth reading.
+        graph[module] = {t for t in targets if t and t != module and not module.startswith(t + ".")}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph[todo.pop()] - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    return seen
+
+
+def test_the_circle_finder_finds_a_planted_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert circles(graph) == [["a", "b", "c"]]
+    assert reachable(graph, "d") == {"a", "b", "c"}
+
+
+def test_no_import_circles():
+    assert circles(import_graph()) == []
+
+
+def test_the_verifier_package_knows_nothing_of_the_trainer():
+    """``lean_env`` stands alone (its own command, gym environments); ``sgs`` builds on it."""
+    graph = import_graph()
+    for module in graph:
+        if module.startswith("lean_env"):
+            assert not {m for m in graph[module] if m.startswith("sgs")}, module
+
+
+def test_the_config_schema_loads_no_data():
+    """Validating a config reads names and paths, never targets, benchmarks or corpora."""
+    loading = {"sgs.targets", "sgs.benchmarks", "sgs.warmstart", "sgs.store"}
+    assert not reachable(import_graph(), "sgs.config") & loading
+
+
+def test_the_measurement_library_does_not_import_the_commands():
+    """The loop and the warm start measure through :mod:`sgs.evaluation`; the
+    entry points (the run, the evaluation command, the warm start) sit above them."""
+    graph = import_graph()
+    entry_points = {"sgs.__main__", "sgs.evaluate", "sgs.sft"}
+    for module in ("sgs.loop", "sgs.evaluation", "sgs.runtime", "sgs.store"):
+        assert not reachable(graph, module) & entry_points, module
