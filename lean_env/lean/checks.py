@@ -55,7 +55,7 @@ from typing import Optional, Union
 from lean_env.lean.protocol import CommandResponse, Message
 
 #: bump whenever a change here can turn a verdict around (part of cache keys)
-CHECKS_VERSION = "1"
+CHECKS_VERSION = "2"
 
 #: axioms a valid proof may depend on
 DEFAULT_ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
@@ -261,7 +261,8 @@ def find_banned(code: str, policy: CheckPolicy = CheckPolicy()) -> Optional[str]
 
 def check_text(text: object, max_chars: int) -> Optional[Rejection]:
     """Basic hygiene of an untrusted text: a ``str``, not too long, valid
-    Unicode, no control characters but newline, tab and carriage return."""
+    Unicode, no control characters but newline, tab and carriage return, and
+    no invisible format characters (bidi controls, zero-width joiners)."""
     if not isinstance(text, str):
         return Rejection("bad_input", (f"expected text, got {type(text).__name__}",))
     if len(text) > max_chars:
@@ -271,8 +272,13 @@ def check_text(text: object, max_chars: int) -> Optional[Rejection]:
     except UnicodeEncodeError as e:
         return Rejection("bad_encoding", (f"not valid Unicode at character {e.start}",))
     for k, ch in enumerate(text):
-        if ch not in _ALLOWED_CONTROL and unicodedata.category(ch) == "Cc":
+        category = unicodedata.category(ch)
+        if ch not in _ALLOWED_CONTROL and category == "Cc":
             return Rejection("control_char", (f"control character U+{ord(ch):04X} at character {k}",))
+        if category == "Cf":
+            # Bidi overrides and zero-width characters make text read differently from how Lean
+            # parses it ("Trojan Source", CVE-2021-42574); no proof needs them.
+            return Rejection("format_char", (f"invisible format character U+{ord(ch):04X} at character {k}",))
     return None
 
 
