@@ -172,6 +172,34 @@ def test_lean_verify_from_the_environment_variables(tmp_path):
     assert cwds == {str(project)}
 
 
+@needs_fixtures
+@pytest.mark.slow
+@pytest.mark.parametrize("mode, status, reason, audit", [
+    ("axioms:propext", "valid", "ok", "agree"),
+    ("axioms:propext,sorryAx", "invalid", "audit_disagreement", "disagree"),
+])
+def test_lean_verify_with_audit(tmp_path, mode, status, reason, audit):
+    """``--audit`` with Lean: every valid proof compiled again by ``lake env lean`` (here the ``lake``
+    stand-in ``tests/lean/lake_standin.py``, a test double, put on PATH as ``lake``)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    lake = bin_dir / "lake"
+    lake.write_text(f"#!/bin/sh\nexec {sys.executable} {REPO / 'tests/lean/lake_standin.py'} \"$@\"\n")
+    lake.chmod(0o755)
+    src = write_jsonl(tmp_path / "in.jsonl", lean_rows()[:1])
+    project = tmp_path / "project"
+    project.mkdir()
+    proc = verify("--backend", "lean", "--input", str(src), "--output", str(tmp_path / "out.jsonl"),
+                  "--project-dir", str(project), "--repl-command", replay_command("file_env"), "--workers", "1",
+                  "--quiet", "--audit", "--audit-log", str(tmp_path / "disagreements.jsonl"),
+                  PATH=f"{bin_dir}:{os.environ['PATH']}", LAKE_STANDIN_MODE=mode)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    verdict = read_verdicts(tmp_path / "out.jsonl")["good"]
+    assert (verdict["status"], verdict["reason"], verdict["audit"]) == (status, reason, audit)
+    logged = tmp_path / "disagreements.jsonl"
+    assert logged.exists() == (audit == "disagree")
+
+
 # -- usage errors: exit 2, one line, nothing started -------------------------------------
 
 

@@ -45,6 +45,7 @@ from lean_env.backend import ProverBackend
 from lean_env.lean.checks import (
     PreparedProof, Rejection, check_conjecture, check_tactic, check_text, check_trusted_statement,
     judge_axioms, judge_command, prepare_proof, rendered)
+from lean_env.lean.audit import audit_proof
 from lean_env.lean.config import LeanConfig
 from lean_env.lean.protocol import ReplError, RequestEncodingError
 from lean_env.lean.repl import HeaderError, ReplCrashed, ReplFailure, ReplProcess, ReplTimeout
@@ -175,6 +176,19 @@ class LeanBackend(ProverBackend):
         outcome, worker = self._run(task.header, timeout, lambda proc, env, deadline:
                                     self._proof_attempt(proc, env, prepared, deadline))
         return _verdict(outcome, start, worker)
+
+    def audit(self, task: ProofTask, timeout: float) -> Verdict:
+        """The second opinion (:mod:`lean_env.lean.audit`): header, statement and
+        the pre-filtered body compiled by ``lake env lean`` in a fresh sandbox,
+        with ``#print axioms``.  Text the pre-filter refuses is
+        ``audit_text_rejected`` without running anything."""
+        start = time.monotonic()
+        prepared = prepare_proof(task.statement, task.proof, self._policy)
+        if isinstance(prepared, Rejection):
+            return _verdict(_Outcome(Status.INVALID, "audit_text_rejected",
+                                     (f"{prepared.reason}", *prepared.messages)), start)
+        found = audit_proof(self.config, task.header, prepared, timeout)
+        return _verdict(_Outcome(found.status, found.reason, found.messages), start, "lean-audit")
 
     def check_statement(self, header: str, statement: str, timeout: float) -> Verdict:
         start = time.monotonic()

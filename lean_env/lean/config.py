@@ -59,6 +59,9 @@ class LeanConfig:
     #: the REPL binary (``<repl checkout>/.lake/build/bin/repl``), used only
     #: when ``repl_command`` is empty
     repl_binary: str = ""
+    #: the ``lake`` command the audit compiles with (``<lake_command> -d
+    #: <project_dir> env lean FILE``); a name on PATH, a path, or a command line
+    lake_command: str = "lake"
     #: default wall-clock seconds per proof / tactic (paper: 200 s)
     timeout: float = 200.0
     #: wall-clock seconds allowed to start a process and run a header
@@ -100,7 +103,7 @@ class LeanConfig:
     def __post_init__(self) -> None:
         # The command line is one string, split here like a shell would: a list passed in
         # by mistake must fail now, naming the field, not later inside every worker.
-        for name in ("repl_command", "project_dir", "repl_binary", "toolchain"):
+        for name in ("repl_command", "project_dir", "repl_binary", "toolchain", "lake_command"):
             value = getattr(self, name)
             if not isinstance(value, str):
                 raise LeanConfigError(f"LeanConfig.{name} must be a string, got {type(value).__name__}: {value!r}")
