@@ -37,6 +37,8 @@ SLOW = ProofTask(id="slow", header=HEADER, statement="Theorem slow : True.",
 
 @pytest.fixture
 def pool(ray_session, require_rocq):
+    """Two Rocq workers on half a CPU each, an in-memory cache, no audit (tests of the audit set
+    ``audit_fraction``)."""
     p = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=20, cpus_per_worker=0.5,
                      cache=VerdictCache(), audit_fraction=0.0)
     yield p
@@ -209,16 +211,8 @@ def test_bad_audit_arguments(ray_session):
             VerifierPool(BackendSpec("rocq"), num_workers=1, timeout=5, audit_fraction=fraction)
 
 
-@pytest.fixture
-def auditing_pool(ray_session, require_rocq):
-    p = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=20, cpus_per_worker=0.5,
-                     cache=VerdictCache(), audit_fraction=1.0)
-    yield p
-    p.shutdown()
-
-
-def test_every_valid_verdict_is_audited_and_agrees(auditing_pool):
-    pool = auditing_pool
+def test_every_valid_verdict_is_audited_and_agrees(pool):
+    pool.audit_fraction = 1.0
     tasks = [lia_task(800 + i, valid=i != 2) for i in range(4)]
     verdicts = pool.verify(tasks)
     assert [(v.status, v.audit) for v in verdicts] == [
@@ -233,9 +227,7 @@ def test_every_valid_verdict_is_audited_and_agrees(auditing_pool):
     assert pool.stats.rejected == {"prover_error": 2}
 
 
-def test_a_cached_verdict_from_before_the_audit_is_audited(auditing_pool):
-    pool = auditing_pool
-    pool.audit_fraction = 0.0
+def test_a_cached_verdict_from_before_the_audit_is_audited(pool):
     [unaudited] = pool.verify([lia_task(900)])
     assert unaudited.audit == ""
     pool.audit_fraction = 1.0
@@ -244,8 +236,8 @@ def test_a_cached_verdict_from_before_the_audit_is_audited(auditing_pool):
     assert pool.stats.audited == 1
 
 
-def test_an_audit_past_its_time_limit_is_inconclusive_and_the_proof_stays_valid(auditing_pool):
-    pool = auditing_pool
+def test_an_audit_past_its_time_limit_is_inconclusive_and_the_proof_stays_valid(pool):
+    pool.audit_fraction = 1.0
     pool.audit_timeout = 0.001   # real coqc cannot even start in that time
     [verdict] = pool.verify([lia_task(920)])
     assert (verdict.status, verdict.audit) == (Status.VALID, "inconclusive")

@@ -155,14 +155,19 @@ class RocqBackend(ProverBackend):
         started = time.monotonic()
         limit = self._timeout(timeout)
         try:
-            header = self._validate_header(getattr(task, "header", None))
-            statement = validate_statement(getattr(task, "statement", None),
-                                           max_chars=self.config.max_statement_chars)
-            body = validate_proof(getattr(task, "proof", None), max_chars=self.config.max_proof_chars,
-                                  max_sentences=self.config.max_sentences)
+            header, statement, body = self._validate_task(task)
         except RocqTextError as e:
             return self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
         return self._attempt(lambda session: self._prove(session, header, statement, body, limit), started)
+
+    def _validate_task(self, task: ProofTask) -> tuple[list[Sentence], Statement, list[Sentence]]:
+        """The task's header, statement and proof split into checked sentences;
+        raises :class:`RocqTextError` for text the checks refuse."""
+        header = self._validate_header(getattr(task, "header", None))
+        statement = validate_statement(getattr(task, "statement", None), max_chars=self.config.max_statement_chars)
+        body = validate_proof(getattr(task, "proof", None), max_chars=self.config.max_proof_chars,
+                              max_sentences=self.config.max_sentences)
+        return header, statement, body
 
     def check_statement(self, header: str, statement: str, timeout: Optional[float] = None) -> Verdict:
         started = time.monotonic()
@@ -182,11 +187,7 @@ class RocqBackend(ProverBackend):
         started = time.monotonic()
         limit = self._timeout(timeout)
         try:
-            header = self._validate_header(getattr(task, "header", None))
-            statement = validate_statement(getattr(task, "statement", None),
-                                           max_chars=self.config.max_statement_chars)
-            body = validate_proof(getattr(task, "proof", None), max_chars=self.config.max_proof_chars,
-                                  max_sentences=self.config.max_sentences)
+            header, statement, body = self._validate_task(task)
         except RocqTextError as e:
             return self._verdict(_Outcome(Status.INVALID, "audit_text_rejected", (f"{e.reason}: {e.detail}",)),
                                  started)
