@@ -48,7 +48,7 @@ SHAPE_7B = dict(
 
 def build_model(shape: str, out_dir: Path) -> Path:
     """Build the benchmark model into ``out_dir`` (reused if already there)."""
-    from sgs.models.tiny import TinyModelSettings, build_tiny_model
+    from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
 
     if shape == "tiny":
         settings = TinyModelSettings(hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
@@ -82,7 +82,7 @@ def make_prompts(count: int) -> list[str]:
 
 def run_backend(backend: str, model: str, args: argparse.Namespace) -> dict:
     """Time one backend in this process; returns its measurements."""
-    from sgs.engines import SamplingSettings, build_engine
+    from sgs.machinery.engines import SamplingSettings, build_engine
 
     started = time.perf_counter()
     engine = build_engine(backend, model)

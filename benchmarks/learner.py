@@ -44,8 +44,8 @@ import ray
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
 
-from sgs.learner import TorchUpdate, TrainExample, TrainSettings, make_optimizer, plan_steps, run_steps, train
-from sgs.models.tiny import TinyModelSettings, build_tiny_model
+from sgs.machinery.learner import TorchUpdate, TrainExample, TrainSettings, make_optimizer, plan_steps, run_steps, train
+from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
 
 OBJECTIVE = "reinforce"
 
@@ -141,7 +141,7 @@ def plain_loop(checkpoint: str, examples: list[TrainExample], settings: TrainSet
 
 
 def ray_learner(checkpoint: str, examples: list[TrainExample], settings: TrainSettings, output: Path) -> Row:
-    """One :func:`sgs.learner.train` call: a whole Ray Train run."""
+    """One :func:`sgs.machinery.learner.train` call: a whole Ray Train run."""
     row = Row(f"Ray Train {settings.strategy} ({settings.num_workers} workers)")
     start = time.perf_counter()
     result = train(examples, base_checkpoint=checkpoint, objective=OBJECTIVE, settings=settings,

@@ -16,7 +16,7 @@ Both modes run in this process on the same engines and verifier pool, with
 the same seed and the same chunks, so they draw the same samples and check
 the same proofs:
 
-* streamed: ``sgs.streaming.submit`` / ``sgs.streaming.stream``; each chunk's proofs go
+* streamed: ``sgs.machinery.streaming.submit`` / ``sgs.machinery.streaming.stream``; each chunk's proofs go
   to the pool the moment the engine returns it;
 * serial: the same ``submit`` / ``stream`` without a pool (generation alone),
   then every proof submitted to the pool and drained (verification alone).
@@ -50,13 +50,13 @@ from lean_env.pool import VerifierPool
 from lean_env.verdict import ProofTask, Verdict
 from sgs import sft
 from sgs.config import CONFIG_DIR, CONFIG_NAME, SGSConfig, validate
-from sgs.engines import EngineGroup, Sample, SamplingSettings
+from sgs.machinery.engines import EngineGroup, Sample, SamplingSettings
 from sgs.loop import batch_targets
-from sgs.streaming import Request, stream, submit
-from sgs.records import Target
-from sgs.roles import extract_proof
-from sgs.runtime import Prompter, backend_spec, model_paths, sampling_settings
-from sgs.targets import load_targets
+from sgs.machinery.streaming import Request, stream, submit
+from sgs.state.records import Target
+from sgs.method.roles import extract_proof
+from sgs.machinery.runtime import Prompter, backend_spec, model_paths, sampling_settings
+from sgs.state.targets import load_targets
 
 TARGETS = Path(__file__).resolve().parents[1] / "sgs" / "data" / "rocq_targets.jsonl"
 #: The check the issue asks for: streamed within this factor of the slower phase alone.

@@ -40,10 +40,10 @@ import ray
 import torch
 from transformers import AutoModelForCausalLM
 
-from sgs.engines import EngineGroup
-from sgs.engines.hf import completion_logprobs
-from sgs.engines.weight_transfer import send_weights
-from sgs.models.tiny import TinyModelSettings, build_tiny_model
+from sgs.machinery.engines import EngineGroup
+from sgs.machinery.engines.hf import completion_logprobs
+from sgs.machinery.engines.weight_transfer import send_weights
+from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
 
 SHAPES = {
     "tiny": TinyModelSettings(hidden_size=256, intermediate_size=1024, num_hidden_layers=4, num_attention_heads=4,

@@ -12,7 +12,7 @@ directory (a new run, or a resume of the one there), start Ray, warm-start
 the base model (:mod:`sgs.sft`; the tiny model only, cached after the first
 run), start the engines and the verifier pool, measure the Solver's pass@k on
 the held-out targets, run the loop, measure it again, write the run's report
-(:mod:`sgs.report`) and print a summary.
+(:mod:`sgs.analysis.report`) and print a summary.
 
 The default run (no overrides) is the ``standard`` experiment on the tiny
 model with Rocq, at laptop scale (``conf/scale/laptop.yaml``): sized to
@@ -34,15 +34,15 @@ from omegaconf import DictConfig
 from transformers import AutoTokenizer
 
 from sgs import sft
-from sgs.benchmarks import Benchmark, BenchmarkError, load_benchmark
+from sgs.state.benchmarks import Benchmark, BenchmarkError, load_benchmark
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, suggested_overrides
 from sgs.config import validate, warmstart_enabled
-from sgs.evaluation import HELD_OUT_FILE, held_out_pass_at_k, read_json
+from sgs.analysis.evaluation import HELD_OUT_FILE, held_out_pass_at_k, read_json
 from sgs.loop import PHASES, Loop, current_weights, derived_seed
-from sgs.metrics import MetricsSink
-from sgs.runtime import Checkpoint, build_runtime, model_paths, sampling_settings, start_ray
-from sgs.store import Store
-from sgs.targets import TargetError, load_targets
+from sgs.analysis.metrics import MetricsSink
+from sgs.machinery.runtime import Checkpoint, build_runtime, model_paths, sampling_settings, start_ray
+from sgs.state.store import Store
+from sgs.state.targets import TargetError, load_targets
 
 EXIT_CONFIG = 2
 EXIT_REQUIREMENTS = 3
@@ -157,11 +157,11 @@ def _evaluate(cfg: SGSConfig, store: Store, runtime, seconds: dict[str, float]) 
 
 
 def _write_report(run_dir: Path) -> Path | None:
-    """The run's plots and page (:mod:`sgs.report`) in ``<run_dir>/report/``.
+    """The run's plots and page (:mod:`sgs.analysis.report`) in ``<run_dir>/report/``.
     The run is done by now, so a failure here is only a warning."""
     try:
         # Imported here: matplotlib is slow to load, and only needed at the end.
-        from sgs.report import report
+        from sgs.analysis.report import report
 
         return report([run_dir], run_dir / "report")
     except Exception:

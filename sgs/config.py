@@ -47,7 +47,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from sgs.benchmark_names import benchmark_problems
+from sgs.state.benchmark_names import benchmark_problems
 
 #: Directory holding ``config.yaml`` and the config groups (repository root ``conf/``).
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -257,7 +257,7 @@ class TrainingConfig:
 
 @dataclass
 class TinyModelSettings:
-    """Architecture and tokenizer of the tiny Llama built by ``sgs.models.tiny``.
+    """Architecture and tokenizer of the tiny Llama built by ``sgs.machinery.models.tiny``.
 
     head_dim = hidden_size / num_attention_heads must be at least 32 for
     vLLM's CPU attention kernels.
@@ -452,7 +452,7 @@ class WarmstartConfig:
     """Supervised fine-tuning of the base model before self-play (:mod:`sgs.sft`).
 
     The base model is trained on a corpus of (prompt, completion) pairs for
-    the three roles (:mod:`sgs.warmstart`) through the same Ray Train learner
+    the three roles (:mod:`sgs.state.warmstart`) through the same Ray Train learner
     as the self-play updates, with the plain NLL objective (every weight 1).
     The result is cached by corpus content, base model and these settings,
     so only the first run pays for it.  The optimiser's betas, epsilon,
@@ -465,7 +465,7 @@ class WarmstartConfig:
     #: starts self-play from the base model as it is.
     mode: str = "auto"
     #: The corpus: ``pkg://package/path`` or a filesystem path, in the format
-    #: of :mod:`sgs.warmstart`.  Defaults to the prover's own corpus
+    #: of :mod:`sgs.state.warmstart`.  Defaults to the prover's own corpus
     #: (``prover.default_warmstart_corpus``); null means none, so ``auto``
     #: skips the warm start.
     corpus: str | None = "${prover.default_warmstart_corpus}"
@@ -498,7 +498,7 @@ class EvaluationConfig:
     #: The benchmark: ``minif2f-test`` or ``proofnet-test`` (Lean 4, from the
     #: Hugging Face hub), ``rocq-held-out`` (the held-out Rocq targets),
     #: ``jsonl:PATH`` or a path (problems ``{"id", "statement", "header"?}``);
-    #: see :mod:`sgs.benchmarks`.  Null is the prover's own: ``rocq-held-out``
+    #: see :mod:`sgs.state.benchmarks`.  Null is the prover's own: ``rocq-held-out``
     #: for Rocq, ``minif2f-test`` for Lean.
     benchmark: str | None = None
     #: A local copy of a named benchmark's data (JSONL, JSON or Parquet, in
@@ -693,7 +693,7 @@ def _check_method(problems: list[str], method: MethodConfig) -> None:
     _at_least(problems, "method.max_proofs_per_target", method.max_proofs_per_target, 1)
     _at_least(problems, "method.ei_replay_iterations", method.ei_replay_iterations, 1)
     _at_least(problems, "method.batch_size", method.batch_size, 1)
-    # sgs.rewards.keep_threshold indexes the sorted rates at floor(q * n): q = 1 is past the end.
+    # sgs.method.rewards.keep_threshold indexes the sorted rates at floor(q * n): q = 1 is past the end.
     if not 0.0 < method.conjecture_keep_quantile < 1.0:
         problems.append(f"method.conjecture_keep_quantile={method.conjecture_keep_quantile!r} must lie in (0, 1)")
     # rewards.overlong_penalty needs room between the threshold and max_tokens.
@@ -788,7 +788,7 @@ def _check_model(problems: list[str], model: ModelConfig, cfg: SGSConfig) -> Non
         _at_least(problems, f"model.tiny.{key}", getattr(tiny, key), 1)
     if not tiny.rope_theta > 0:
         problems.append(f"model.tiny.rope_theta={tiny.rope_theta!r} must be positive")
-    # The 256 byte symbols plus the 6 special tokens of sgs.models.tiny.
+    # The 256 byte symbols plus the 6 special tokens of sgs.machinery.models.tiny.
     _at_least(problems, "model.tiny.vocab_size", tiny.vocab_size, 262)
     if tiny.num_attention_heads >= 1 and tiny.num_key_value_heads >= 1:
         if tiny.hidden_size % tiny.num_attention_heads:

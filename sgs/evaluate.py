@@ -9,9 +9,9 @@
 The command takes the overrides ``python -m sgs`` takes (model, prover,
 resources, sampling ...) plus the ``evaluation`` node (:class:`sgs.config.EvaluationConfig`).
 It samples n = ``evaluation.samples_per_problem`` proofs per benchmark problem
-(:mod:`sgs.benchmarks`) with the Solver's sampling settings, checks each with
+(:mod:`sgs.state.benchmarks`) with the Solver's sampling settings, checks each with
 the verifier pool, and reports the unbiased pass@k for each k of
-``evaluation.ks`` with a bootstrap confidence interval (:mod:`sgs.estimators`).
+``evaluation.ks`` with a bootstrap confidence interval (:mod:`sgs.analysis.estimators`).
 It writes ``problems.jsonl`` (one line per problem: id, n, c, pass@k per k,
 the count of each verdict status) and ``summary.json`` (pass@k per k with
 its interval, the checkpoint, benchmark, n, seed and wall time) to
@@ -19,7 +19,7 @@ its interval, the checkpoint, benchmark, n, seed and wall time) to
 file ends it with exit status 2, a machine that lacks what the config needs
 with 3, both before Ray starts.
 
-The measurement itself is :mod:`sgs.evaluation`; this module is the command
+The measurement itself is :mod:`sgs.analysis.evaluation`; this module is the command
 around it: config, benchmark, Ray, engines and pool, and the files it writes.
 """
 
@@ -38,14 +38,14 @@ from transformers import AutoTokenizer
 
 from lean_env.pool import VerifierPool
 from sgs import sft
-from sgs.benchmarks import BenchmarkError, load_benchmark
+from sgs.state.benchmarks import BenchmarkError, load_benchmark
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, validate
 from sgs.config import warmstart_enabled
-from sgs.engines import EngineGroup
-from sgs.evaluation import BenchmarkResult, evaluate_problems, format_table
-from sgs.records import Target
-from sgs.runtime import Prompter, backend_spec, model_paths, sampling_settings, start_ray
-from sgs.targets import TargetError
+from sgs.machinery.engines import EngineGroup
+from sgs.analysis.evaluation import BenchmarkResult, evaluate_problems, format_table
+from sgs.state.records import Target
+from sgs.machinery.runtime import Prompter, backend_spec, model_paths, sampling_settings, start_ray
+from sgs.state.targets import TargetError
 
 
 # --------------------------------------------------------------------------

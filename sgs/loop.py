@@ -29,13 +29,13 @@ half-way finds its stored records in ``PhaseLog.recovered`` and does only the
 missing work: record ids are derived from (problem, sample index), so a
 sample that was stored is never drawn again, and one drawn but not stored was
 never counted.  Samples that came back but were not yet stored when the
-driver died are in the phase's sample cache (:mod:`sgs.sample_cache`) and
+driver died are in the phase's sample cache (:mod:`sgs.state.sample_cache`) and
 are not generated again.  Checkpoints count once the training phase that
 wrote them is done; policy version v is the weights after iteration v - 1
 (0 = the base).
 
 Overlap.  Proofs are verified while later ones are generated
-(:mod:`sgs.streaming`), and the Guide reviews a conjecture as soon as its
+(:mod:`sgs.machinery.streaming`), and the Guide reviews a conjecture as soon as its
 solve rate is final (:class:`EarlyReviews`), during the prove phase.
 
 Weights.  During the training phases the engines may sleep (vLLM sleep mode:
@@ -46,7 +46,7 @@ sequence's log-probs are compared between learner and engines
 (``probe_logprob_gap_*`` in the training metrics; a warning above
 ``training.probe_logprob_tolerance``).
 
-Ray plumbing lives in :mod:`sgs.streaming` and :mod:`sgs.engines`; the
+Ray plumbing lives in :mod:`sgs.machinery.streaming` and :mod:`sgs.machinery.engines`; the
 phases themselves only decide what to sample and what to make of the results.
 """
 
@@ -65,15 +65,15 @@ from pathlib import Path
 from tqdm import tqdm
 
 from lean_env.verdict import ProofTask, Status, Verdict
-from sgs import metrics as M
-from sgs import objectives
-from sgs.benchmarks import Benchmark
+from sgs.analysis import metrics as M
+from sgs.method import objectives
+from sgs.state.benchmarks import Benchmark
 from sgs.config import SGSConfig, engines_sleep_during_training, weight_transfer_backend
-from sgs.engines import EngineGroup, Sample, SamplingSettings
-from sgs.evaluation import SUMMARY_FILE, evaluate_problems, format_table, read_json
-from sgs.learner import TrainExample, train
-from sgs.records import Attempt, Completion, Conjecture, ConjectureScore, Target, prompt_digest
-from sgs.rewards import (
+from sgs.machinery.engines import EngineGroup, Sample, SamplingSettings
+from sgs.analysis.evaluation import SUMMARY_FILE, evaluate_problems, format_table, read_json
+from sgs.machinery.learner import TrainExample, train
+from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore, Target, prompt_digest
+from sgs.method.rewards import (
     apply_overlong_penalty,
     conjecturer_reward,
     conjecturer_weights,
@@ -81,14 +81,14 @@ from sgs.rewards import (
     keep_conjectures,
     solver_reward,
 )
-from sgs.monitor import LiveMonitor
-from sgs.roles import canonical_form, conjecture_name, extract_conjecture, extract_guide_scores, extract_proof
-from sgs.roles import rename_theorem
-from sgs.runtime import Checkpoint, Runtime, sampling_settings, train_settings
-from sgs.sample_cache import SampleCache, sample_key
-from sgs.streaming import Request, stream, submit
-from sgs.store import PhaseLog, Store
-from sgs.targets import batch_targets
+from sgs.machinery.monitor import LiveMonitor
+from sgs.method.roles import canonical_form, conjecture_name, extract_conjecture, extract_guide_scores, extract_proof
+from sgs.method.roles import rename_theorem
+from sgs.machinery.runtime import Checkpoint, Runtime, sampling_settings, train_settings
+from sgs.state.sample_cache import SampleCache, sample_key
+from sgs.machinery.streaming import Request, stream, submit
+from sgs.state.store import PhaseLog, Store
+from sgs.state.targets import batch_targets
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ TRAIN_METRICS_FILE = "sgs_train_metrics.json"
 SYSTEM_ERROR_ALARM = 0.01
 
 # Why a Conjecturer sample was dropped after its statement was extracted
-# (before that, the reason is the extractor's sgs.roles.Failure value).
+# (before that, the reason is the extractor's sgs.method.roles.Failure value).
 DUPLICATE_OF_TARGET = "duplicate_of_target"
 DUPLICATE_CONJECTURE = "duplicate_conjecture"
 MATCHES_BENCHMARK = "matches_benchmark"  # states an evaluation problem (evaluation.contamination=exclude)
@@ -315,7 +315,7 @@ class Loop:
         (:func:`current_weights`); ``benchmark``: the evaluation problems
         (checked for contamination, evaluated every ``evaluation.every``
         iterations); ``on_metrics`` receives each metrics line
-        with its sample tables and histogram values (:class:`sgs.metrics.MetricsSink.log`)."""
+        with its sample tables and histogram values (:class:`sgs.analysis.metrics.MetricsSink.log`)."""
         self.cfg = cfg
         self.store = store
         self.rt = runtime

@@ -9,19 +9,19 @@
 A randomly initialised model (the tiny default model) writes no proof, no
 statement and no review, so self-play would have nothing to learn from.  The
 warm start trains the base model on a corpus of (prompt, completion) pairs for
-the three roles (:mod:`sgs.warmstart`; the shipped Rocq corpus is checked by
+the three roles (:mod:`sgs.state.warmstart`; the shipped Rocq corpus is checked by
 Rocq) through the SAME Ray Train learner as the self-play updates
-(:func:`sgs.learner.train`), with the plain NLL objective: every example has
+(:func:`sgs.machinery.learner.train`), with the plain NLL objective: every example has
 weight 1.  The paper fine-tunes its Guide for the output format the same way.
 
-Prompts.  The corpus holds the role text as :class:`sgs.roles.PromptSet`
-renders it; here it is wrapped by :func:`sgs.runtime.chat_prompt` and
+Prompts.  The corpus holds the role text as :class:`sgs.method.roles.PromptSet`
+renders it; here it is wrapped by :func:`sgs.machinery.runtime.chat_prompt` and
 tokenised exactly as the engines do at sampling time
-(:class:`sgs.runtime.Prompter`), so the model is trained on the prompts it
+(:class:`sgs.machinery.runtime.Prompter`), so the model is trained on the prompts it
 will be asked.
 
 Cache.  The result is a Hugging Face checkpoint in
-``<cache dir>/warmstart/<key>`` (the cache dir of :func:`sgs.models.default_cache_dir`),
+``<cache dir>/warmstart/<key>`` (the cache dir of :func:`sgs.machinery.models.default_cache_dir`),
 where the key hashes the corpus content, the base model (the tiny model's
 build fingerprint, else its path) and the training settings.  A later run
 with the same inputs finds it and starts at once.  Training writes to a
@@ -59,19 +59,19 @@ from transformers import AutoTokenizer
 from lean_env.pool import VerifierPool
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, validate
 from sgs.config import warmstart_enabled
-from sgs.engines import EngineGroup
-from sgs.evaluation import conjecturer_outputs, guide_parse_rate, read_json, solver_pass_at_k, write_json
-from sgs.learner import TrainExample, TrainSettings, train
-from sgs.models import ModelPaths, default_cache_dir
-from sgs.models.tiny import BUILD_INFO_FILE
-from sgs.records import Target
-from sgs.runtime import Prompter, backend_spec, chat_prompt, model_paths, sampling_settings, start_ray, train_settings
-from sgs.targets import batch_targets, load_targets
-from sgs.warmstart import WarmstartExample, corpus_fingerprint, load_corpus
+from sgs.machinery.engines import EngineGroup
+from sgs.analysis.evaluation import conjecturer_outputs, guide_parse_rate, read_json, solver_pass_at_k, write_json
+from sgs.machinery.learner import TrainExample, TrainSettings, train
+from sgs.machinery.models import ModelPaths, default_cache_dir
+from sgs.machinery.models.tiny import BUILD_INFO_FILE
+from sgs.state.records import Target
+from sgs.machinery.runtime import Prompter, backend_spec, chat_prompt, model_paths, sampling_settings, start_ray, train_settings
+from sgs.state.targets import batch_targets, load_targets
+from sgs.state.warmstart import WarmstartExample, corpus_fingerprint, load_corpus
 
 #: Bump when the training procedure changes, so old cached checkpoints are not reused.
 SFT_VERSION = 1
-#: Cache subdirectory (under :func:`sgs.models.default_cache_dir`).
+#: Cache subdirectory (under :func:`sgs.machinery.models.default_cache_dir`).
 CACHE_SUBDIR = "warmstart"
 #: Written last into a finished checkpoint: the key, its inputs, the learner's numbers.
 INFO_FILE = "sgs_warmstart.json"

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from sgs.models.tiny import TinyModelSettings, build_tiny_model
+from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
 
 #: The engines' test model: a tiny random Llama.  Hidden 64 with 2 heads is
 #: head_dim 32, the smallest vLLM's CPU kernels accept.

@@ -18,9 +18,9 @@ from dataclasses import replace
 import pytest
 import ray
 
-from sgs.engines import EngineFailure, EngineGroup, SamplingSettings
-from sgs.engines.hf import TransformersEngine
-from sgs.streaming import CHUNKS_PER_ENGINE, Request, stream, submit
+from sgs.machinery.engines import EngineFailure, EngineGroup, SamplingSettings
+from sgs.machinery.engines.hf import TransformersEngine
+from sgs.machinery.streaming import CHUNKS_PER_ENGINE, Request, stream, submit
 
 PROMPTS = [f"Lemma l{i} : {i} + 0 = {i}.\nProof." for i in range(8)]
 SETTINGS = SamplingSettings(n=2, max_tokens=24, seed=5)

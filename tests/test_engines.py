@@ -11,8 +11,8 @@ import ray
 import torch
 from transformers import GenerationConfig, LlamaForCausalLM
 
-from sgs.engines import EngineGroup, SamplingSettings, build_engine
-from sgs.engines.hf import TransformersEngine
+from sgs.machinery.engines import EngineGroup, SamplingSettings, build_engine
+from sgs.machinery.engines.hf import TransformersEngine
 
 PROMPTS = ["Theorem add_0_r : forall n : nat, n + 0 = n.\nProof.", "Lemma t : True."]
 

@@ -16,10 +16,10 @@ import pytest
 import torch
 from transformers import GenerationConfig, LlamaForCausalLM
 
-from sgs.engines import EngineGroup, SamplingSettings
-from sgs.engines.base import ENTROPY_TOP_K, top_k_entropy
-from sgs.engines.hf import TransformersEngine
-from sgs.models.tiny import build_tiny_model
+from sgs.machinery.engines import EngineGroup, SamplingSettings
+from sgs.machinery.engines.base import ENTROPY_TOP_K, top_k_entropy
+from sgs.machinery.engines.hf import TransformersEngine
+from sgs.machinery.models.tiny import build_tiny_model
 from tests.conftest import TINY
 from tests.test_engines import PROMPTS
 
@@ -67,21 +67,21 @@ def stopping_checkpoint(checkpoint, reference, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(checkpoint):
-    from sgs.engines.vllm import VLLMEngine
+    from sgs.machinery.engines.vllm import VLLMEngine
 
     return VLLMEngine(checkpoint)
 
 
 @pytest.fixture(scope="module")
 def limited_engine(stopping_checkpoint):
-    from sgs.engines.vllm import VLLMEngine
+    from sgs.machinery.engines.vllm import VLLMEngine
 
     return VLLMEngine(stopping_checkpoint[0], max_model_len=LIMIT)
 
 
 @pytest.fixture(scope="module")
 def swapping_engine(checkpoint):
-    from sgs.engines.vllm import VLLMEngine
+    from sgs.machinery.engines.vllm import VLLMEngine
 
     return VLLMEngine(checkpoint)
 
@@ -210,7 +210,7 @@ def test_bad_prompts_are_rejected(engine):
 def test_sleep_is_a_noop_without_sleep_mode(engine, caplog):
     settings = SamplingSettings(max_tokens=6, seed=2)
     before = engine.generate(PROMPTS, settings)
-    with caplog.at_level(logging.INFO, logger="sgs.engines.vllm"):
+    with caplog.at_level(logging.INFO, logger="sgs.machinery.engines.vllm"):
         engine.sleep()
         engine.wake_up()
     if not engine.llm.llm_engine.model_config.enable_sleep_mode:

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from sgs.estimators import estimate_pass_at_k, pass_at_k
+from sgs.analysis.estimators import estimate_pass_at_k, pass_at_k
 
 
 def brute_force(n: int, c: int, k: int) -> float:

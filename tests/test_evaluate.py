@@ -1,4 +1,4 @@
-"""Benchmark pass@k: loading benchmarks (``sgs.benchmarks``), the evaluation
+"""Benchmark pass@k: loading benchmarks (``sgs.state.benchmarks``), the evaluation
 config, ``sgs.evaluate.evaluate_problems`` and ``python -m sgs.evaluate``.
 
 The loading and config tests are plain Python on files the tests write, in
@@ -27,15 +27,15 @@ from transformers import AutoTokenizer
 
 from lean_env.backends import BackendSpec
 from lean_env.pool import VerifierPool
-from sgs.benchmarks import HUB_BENCHMARKS, BenchmarkError, load_benchmark
+from sgs.state.benchmarks import HUB_BENCHMARKS, BenchmarkError, load_benchmark
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ROCQ_TARGETS, TargetsConfig, TinyModelSettings, config_problems
-from sgs.engines import EngineGroup, Sample, SamplingSettings
+from sgs.machinery.engines import EngineGroup, Sample, SamplingSettings
 from sgs.evaluate import main
-from sgs.evaluation import PROBLEMS_FILE, SUMMARY_FILE, evaluate_problems, format_table
-from sgs.models import build_tiny_model
-from sgs.records import Target
-from sgs.runtime import Prompter
-from sgs.targets import load_targets
+from sgs.analysis.evaluation import PROBLEMS_FILE, SUMMARY_FILE, evaluate_problems, format_table
+from sgs.machinery.models import build_tiny_model
+from sgs.state.records import Target
+from sgs.machinery.runtime import Prompter
+from sgs.state.targets import load_targets
 
 REPO = Path(__file__).resolve().parents[1]
 LEAN_HEADER = "import Mathlib\nimport Aesop\n\nopen BigOperators Real Nat Topology Rat\n\n"
@@ -292,7 +292,7 @@ PROOF = "```coq\nProof.\n  reflexivity.\nQed.\n```"
 
 
 class ScriptedEngine:
-    """Stands in for an :class:`~sgs.engines.EngineGroup`: ``answer(prompt, i)``
+    """Stands in for an :class:`~sgs.machinery.engines.EngineGroup`: ``answer(prompt, i)``
     is the text of sample i; chunks come back through ``poll`` as the group's do."""
 
     def __init__(self, answer: Callable[[str, int], str]):

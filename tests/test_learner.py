@@ -17,8 +17,8 @@ import ray
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from sgs.engines.hf import TransformersEngine
-from sgs.learner import (
+from sgs.machinery.engines.hf import TransformersEngine
+from sgs.machinery.learner import (
     DEEPSPEED_DIR,
     DEEPSPEED_TAG,
     OPTIMIZER_FILE,
@@ -32,7 +32,7 @@ from sgs.learner import (
     train,
     truncate,
 )
-from sgs.models.tiny import TinyModelSettings, build_tiny_model
+from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
 
 TINY = TinyModelSettings(
     vocab_size=320, hidden_size=64, intermediate_size=128, num_attention_heads=2, num_key_value_heads=2,

@@ -46,12 +46,12 @@ from sgs.loop import (
     screen_conjecture,
     select_solver_samples,
 )
-from sgs.records import Attempt, Completion, ConjectureScore, Target, prompt_digest
-from sgs.targets import batch_targets
-from sgs.roles import CONJECTURE_NAME_PREFIX, Failure, PromptSet, canonical_form
-from sgs.runtime import Checkpoint, Prompter, backend_spec, chat_prompt, colocated_gpu_ids
-from sgs.store import REQUIRED_METRICS, Store
-from sgs.targets import TargetError, held_out_by_hash, load_targets
+from sgs.state.records import Attempt, Completion, ConjectureScore, Target, prompt_digest
+from sgs.state.targets import batch_targets
+from sgs.method.roles import CONJECTURE_NAME_PREFIX, Failure, PromptSet, canonical_form
+from sgs.machinery.runtime import Checkpoint, Prompter, backend_spec, chat_prompt, colocated_gpu_ids
+from sgs.state.store import REQUIRED_METRICS, Store
+from sgs.state.targets import TargetError, held_out_by_hash, load_targets
 from tests.test_report import check_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -240,7 +240,7 @@ def test_malformed_target_files_are_explained(tmp_path, rows, message):
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
-    from sgs.models import build_tiny_model
+    from sgs.machinery.models import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", [], TinyModelSettings(), seed=0)
 
@@ -342,7 +342,7 @@ def _guide_answer(rng: random.Random) -> str:
 
 
 def write_warm_corpus(path: Path, lines: int = 240) -> Path:
-    """A warm-start corpus (the format of :mod:`sgs.warmstart`) that teaches each
+    """A warm-start corpus (the format of :mod:`sgs.state.warmstart`) that teaches each
     role the format on the test targets (see the module docstring)."""
     rng = random.Random(0)
     roles = PromptSet("rocq")

@@ -1,4 +1,4 @@
-"""Per-iteration metrics computed from stored records (sgs.metrics)."""
+"""Per-iteration metrics computed from stored records (sgs.analysis.metrics)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lean_env.verdict import Status, Verdict
-from sgs.metrics import (
+from sgs.analysis.metrics import (
     NO_PROOF,
     PhaseStats,
     attempt_outcome,
@@ -25,8 +25,8 @@ from sgs.metrics import (
     sample_tables,
     wandb_run_id,
 )
-from sgs.records import Attempt, Completion, Conjecture, ConjectureScore, prompt_digest
-from sgs.store import REQUIRED_METRICS
+from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore, prompt_digest
+from sgs.state.store import REQUIRED_METRICS
 
 
 def completion(entropy: float = 0.5, tokens: int = 3) -> Completion:

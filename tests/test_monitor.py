@@ -1,7 +1,7 @@
 """The live dashboard gauges: what the loop's events add up to."""
 
 from lean_env.verdict import Status
-from sgs.monitor import LiveMonitor
+from sgs.machinery.monitor import LiveMonitor
 
 
 def test_phase_numbers_count_events_and_restart_with_each_phase(ray_session):

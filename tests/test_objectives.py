@@ -1,4 +1,4 @@
-"""Hand-computed cases, gradients and a few properties for sgs.objectives."""
+"""Hand-computed cases, gradients and a few properties for sgs.method.objectives."""
 
 import math
 
@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sgs.objectives import (
+from sgs.method.objectives import (
     Rollout,
     Sample,
     StoredProof,

@@ -1,4 +1,4 @@
-"""The run report (sgs/report.py, command tools/report.py): what it reads from a run directory, the
+"""The run report (sgs/analysis/report.py, command tools/report.py): what it reads from a run directory, the
 numbers each figure shows, and the page.
 
 The runs here are written through the real Store (its file layout, markers
@@ -16,10 +16,10 @@ import pytest
 from matplotlib.image import imread
 
 from lean_env.verdict import Status, Verdict
-from sgs.records import Attempt, Completion, Conjecture, ConjectureScore, Target, prompt_digest
-from sgs.scaling import scaling_curve
-from sgs.store import Store
-from sgs.report import (
+from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore, Target, prompt_digest
+from sgs.analysis.scaling import scaling_curve
+from sgs.state.store import Store
+from sgs.analysis.report import (
     HELD_OUT_FILE,
     EXIT_NOT_A_RUN,
     BenchmarkEval,
@@ -219,9 +219,9 @@ def test_held_out_and_benchmark_results_are_read_by_policy_version():
 
 
 def test_the_held_out_file_name_is_the_one_the_run_writes():
-    from sgs.evaluation import HELD_OUT_FILE as WRITTEN, SUMMARY_FILE
+    from sgs.analysis.evaluation import HELD_OUT_FILE as WRITTEN, SUMMARY_FILE
 
-    from sgs.report import BENCHMARK_SUMMARY_FILE
+    from sgs.analysis.report import BENCHMARK_SUMMARY_FILE
 
     assert (HELD_OUT_FILE, BENCHMARK_SUMMARY_FILE) == (WRITTEN, SUMMARY_FILE)
 

@@ -1,4 +1,4 @@
-"""Hand-computed cases and a few properties for sgs.rewards."""
+"""Hand-computed cases and a few properties for sgs.method.rewards."""
 
 import math
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lean_env.verdict import Status
-from sgs.rewards import (
+from sgs.method.rewards import (
     GuideScores,
     apply_overlong_penalty,
     conjecturer_reward,

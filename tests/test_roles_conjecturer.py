@@ -2,7 +2,7 @@
 
 import pytest
 
-from sgs.roles import (
+from sgs.method.roles import (
     CONJECTURE_NAME_PREFIX,
     Failure,
     conjecture_name,

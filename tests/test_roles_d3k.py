@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sgs.roles import CONJECTURE_NAME_PREFIX, canonical_form, has_disjunctive_conclusion
+from sgs.method.roles import CONJECTURE_NAME_PREFIX, canonical_form, has_disjunctive_conclusion
 
 D3K = Path(os.environ.get("SGS_D3K_TARGETS", "/work/shared/data/d3k_targets.json"))
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sgs.rewards import GuideScores
-from sgs.roles import (
+from sgs.method.rewards import GuideScores
+from sgs.method.roles import (
     Extraction,
     Failure,
     canonical_form,
@@ -25,7 +25,7 @@ from sgs.roles import (
     has_disjunctive_conclusion,
     rename_theorem,
 )
-from sgs.roles.result import has_bad_characters
+from sgs.method.roles.result import has_bad_characters
 
 ANY_CHARACTER = st.characters(exclude_categories=())  # surrogates included
 NOISE = st.text(ANY_CHARACTER, max_size=3)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from sgs.rewards import GuideScores
-from sgs.roles import Failure, extract_guide_scores
+from sgs.method.rewards import GuideScores
+from sgs.method.roles import Failure, extract_guide_scores
 
 
 def review(relevance="4", redundancy="0", complexity="1", prose="The lemma is a special case.\n"):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sgs.roles import Language, canonical_form, conclusion, conclusion_length, has_disjunctive_conclusion
+from sgs.method.roles import Language, canonical_form, conclusion, conclusion_length, has_disjunctive_conclusion
 
 # Real D3k targets that are the same up to renaming (theorem name, hypothesis
 # names, ``↦`` for ``=>``, comments and layout).

@@ -3,7 +3,7 @@
 import jinja2
 import pytest
 
-from sgs.roles import PROMPT_NAMES, TEMPLATE_ROOT, Language, PromptSet, template_dir
+from sgs.method.roles import PROMPT_NAMES, TEMPLATE_ROOT, Language, PromptSet, template_dir
 
 HEADER = "import Mathlib\nimport Aesop\nset_option maxHeartbeats 0\nopen BigOperators Real Nat Topology Rat\n\n"
 STATEMENT = "theorem t (x : ℝ) (h : 0 < x) : 0 < x ^ 2 := by"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sgs.roles import Extraction, Failure, FailureCounter, Role, extract_guide_scores, extract_proof
+from sgs.method.roles import Extraction, Failure, FailureCounter, Role, extract_guide_scores, extract_proof
 
 
 def test_extraction_outcome():

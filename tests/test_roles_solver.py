@@ -2,7 +2,7 @@
 
 import pytest
 
-from sgs.roles import MAX_OUTPUT_CHARS, Failure, extract_proof
+from sgs.method.roles import MAX_OUTPUT_CHARS, Failure, extract_proof
 
 LEAN_PROOF = """I will use `simp`.
 

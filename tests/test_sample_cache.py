@@ -2,8 +2,8 @@
 
 import math
 
-from sgs.engines import Sample, SamplingSettings
-from sgs.sample_cache import SampleCache, sample_key
+from sgs.machinery.engines import Sample, SamplingSettings
+from sgs.state.sample_cache import SampleCache, sample_key
 
 SETTINGS = SamplingSettings(n=4, max_tokens=32, temperature=1.0, top_p=0.95, seed=7)
 

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-import sgs.scaling
-from sgs.scaling import (
+import sgs.analysis.scaling
+from sgs.analysis.scaling import (
     FitRefusal,
     MetricsError,
     fit_scaling_law,
@@ -166,7 +166,7 @@ def test_non_convergence_is_refused_with_the_solvers_message(monkeypatch):
     def no_convergence(*args, **kwargs):
         raise RuntimeError("Optimal parameters not found: The maximum number of function evaluations is exceeded.")
 
-    monkeypatch.setattr(sgs.scaling, "curve_fit", no_convergence)
+    monkeypatch.setattr(sgs.analysis.scaling, "curve_fit", no_convergence)
     generations, rates = synthetic_curve()
     with pytest.raises(FitRefusal, match="did not converge on 24 points: Optimal parameters not found"):
         fit_scaling_law(generations, rates)

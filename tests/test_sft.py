@@ -26,12 +26,12 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from lean_env.backends import BackendSpec
 from lean_env.pool import VerifierPool
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ROCQ_TARGETS, SGSConfig, TargetsConfig, TinyModelSettings, validate
-from sgs.engines import Sample, SamplingSettings
-from sgs.evaluation import HELD_OUT_FILE, conjecturer_outputs, guide_parse_rate, held_out_pass_at_k, solver_pass_at_k
-from sgs.models import ModelPaths, build_tiny_model
-from sgs.records import Target
-from sgs.roles import Role
-from sgs.runtime import Prompter, chat_prompt
+from sgs.machinery.engines import Sample, SamplingSettings
+from sgs.analysis.evaluation import HELD_OUT_FILE, conjecturer_outputs, guide_parse_rate, held_out_pass_at_k, solver_pass_at_k
+from sgs.machinery.models import ModelPaths, build_tiny_model
+from sgs.state.records import Target
+from sgs.method.roles import Role
+from sgs.machinery.runtime import Prompter, chat_prompt
 from sgs.sft import (
     CACHE_SUBDIR,
     REPORT_FILE,
@@ -42,8 +42,8 @@ from sgs.sft import (
     training_examples,
     warm_start,
 )
-from sgs.targets import load_targets
-from sgs.warmstart import load_corpus
+from sgs.state.targets import load_targets
+from sgs.state.warmstart import load_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 #: A tiny model small enough to train in seconds (head_dim 32).
@@ -239,7 +239,7 @@ TRAINING = Target("training", HEADER, "Theorem training : True.")
 
 
 class ScriptedEngine:
-    """Stands in for an :class:`~sgs.engines.EngineGroup`: ``answer(prompt, i)``
+    """Stands in for an :class:`~sgs.machinery.engines.EngineGroup`: ``answer(prompt, i)``
     is the text of sample i; each prompt is one chunk, back at the next poll."""
 
     def __init__(self, answer: Callable[[str, int], str], policy_version: int = 0):

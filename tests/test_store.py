@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lean_env.verdict import Status, Verdict
-from sgs.records import Attempt, Completion, Conjecture, ConjectureScore, RecordError, Target, prompt_digest
-from sgs.solved import MAX_PROOFS
-from sgs.store import VERDICT_MESSAGES_CAP, Store, StoreError
+from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore, RecordError, Target, prompt_digest
+from sgs.state.solved import MAX_PROOFS
+from sgs.state.store import VERDICT_MESSAGES_CAP, Store, StoreError
 
 REPO = Path(__file__).resolve().parents[1]
 PHASES = ["conjecture", "prove", "review", "train_solver", "train_conjecturer", "record"]
@@ -213,7 +213,7 @@ SELF_KILL_SCRIPT = """
 import os, signal, sys
 sys.path.insert(0, sys.argv[2])
 from tests.test_store import CONFIG, make_attempt, make_conjecture, make_targets
-from sgs.store import Store
+from sgs.state.store import Store
 
 class HalfWriteThenDie:
     def __init__(self, f):
@@ -249,7 +249,7 @@ def test_sigkill_mid_write_inside_a_phase_loses_only_the_torn_line(run_dir, capl
         assert store.attempts(0) == []
         assert not store.solved_registry.is_solved("t0")
 
-        with caplog.at_level(logging.WARNING, logger="sgs.store"):
+        with caplog.at_level(logging.WARNING, logger="sgs.state.store"):
             phase_log = store.begin_phase(0, "prove")
         assert "prove.partial.jsonl:4: dropping an incomplete last line" in caplog.text
         assert partial.read_bytes().endswith(b"\n")
@@ -281,7 +281,7 @@ STREAM_SCRIPT = """
 import sys
 sys.path.insert(0, sys.argv[2])
 from tests.test_store import CONFIG, make_attempt, make_targets
-from sgs.store import Store
+from sgs.state.store import Store
 
 store = Store.open(sys.argv[1], make_targets(2), CONFIG)
 phase_log = store.begin_phase(0, "prove")
@@ -369,7 +369,7 @@ def test_redone_record_phase_writes_one_metrics_line(run_dir, caplog):
         # killed before mark_done(0, "record")
     with Store.open(run_dir, None, CONFIG) as store:
         assert store.resume_point(PHASES) == (0, "conjecture")
-        with caplog.at_level(logging.WARNING, logger="sgs.store"):
+        with caplog.at_level(logging.WARNING, logger="sgs.state.store"):
             store.append_metrics(make_metrics(0, pass_at_k=0.75))
         assert "already in metrics.jsonl" in caplog.text
         store.mark_done(0, "record")
@@ -383,7 +383,7 @@ def test_torn_metrics_line_is_dropped_on_resume(run_dir, caplog):
         store.append_metrics(make_metrics(0))
     with open(run_dir / "metrics.jsonl", "ab") as f:
         f.write(b'{"iteration": 1, "gener')
-    with caplog.at_level(logging.WARNING, logger="sgs.store"), Store.open(run_dir, None, CONFIG) as store:
+    with caplog.at_level(logging.WARNING, logger="sgs.state.store"), Store.open(run_dir, None, CONFIG) as store:
         assert [m["iteration"] for m in store.metrics()] == [0]
         store.append_metrics(make_metrics(1))
     assert "metrics.jsonl:2: dropping an incomplete last line" in caplog.text

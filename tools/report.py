@@ -2,11 +2,11 @@
 
     python -m tools.report RUN_DIR [RUN_DIR ...] [--out DIR] [--min-generations N] [--format md|html]
 
-The code is :mod:`sgs.report` (see its docstring for the figures); this is
+The code is :mod:`sgs.analysis.report` (see its docstring for the figures); this is
 its command-line entry point.
 """
 
-from sgs.report import main
+from sgs.analysis.report import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,0 +1,317 @@
+"""Wiring: from a validated config to the running pieces the loop drives.
+
+Everything here is plumbing (Ray, actors, settings objects); the algorithm
+itself lives in :mod:`sgs.loop`.  The pieces:
+
+* :func:`start_ray`: a fresh local cluster, or the one ``resources.ray_address`` names;
+* :func:`model_paths`: where the base model, its tokenizer and the Guide come from;
+* :class:`Prompter` / :func:`chat_prompt`: role prompts exactly as the engines receive them;
+* :func:`build_runtime`: one engine group per active role and the verifier pool;
+* :func:`train_settings` / :func:`sampling_settings`: config values as the
+  learner's and the engines' settings objects.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from lean_env.backends import BackendSpec
+from lean_env.cache import VerdictCache
+from lean_env.pool import VerifierPool
+from sgs.config import (
+    ENGINE_HEARTBEAT_INTERVAL_S,
+    ProverConfig,
+    RoleSampling,
+    SGSConfig,
+    warmstart_enabled,
+    weight_transfer_backend,
+)
+from sgs.machinery.engines import EngineGroup, SamplingSettings
+from sgs.machinery.learner import TrainSettings
+from sgs.machinery.models import ModelPaths, resolve_model_paths
+from sgs.state.records import Target
+from sgs.method.roles import PromptSet, template_dir
+from sgs.state.targets import corpus_texts, load_targets
+from sgs.state.warmstart import load_corpus
+
+#: Verdicts of every check the run made, so a resumed run re-verifies nothing.
+VERDICT_CACHE_FILE = "verdicts.jsonl"
+#: The run directory's log of proofs the first check accepted and the audit rejected.
+AUDIT_LOG_FILE = "audit_disagreements.jsonl"
+#: What each verifier worker asks of ``resources.verifier_node_resource``: a
+#: node declaring 1 of it takes up to 1,000 workers (its CPUs are the real limit).
+VERIFIER_NODE_SHARE = 0.001
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Weights an engine serves: a Hugging Face directory (or hub id) and its policy version."""
+
+    path: str
+    version: int
+
+
+def active_roles(cfg: SGSConfig) -> list[str]:
+    """The roles this method uses: the Solver always; the Conjecturer when it
+    writes conjectures; the Guide when it scores them."""
+    roles = ["solver"]
+    if cfg.method.conjectures_per_target > 0:
+        roles.append("conjecturer")
+    if cfg.method.use_guide:
+        roles.append("guide")
+    return roles
+
+
+# --------------------------------------------------------------------------
+# Ray
+# --------------------------------------------------------------------------
+
+
+def reserved_cpus(cfg: SGSConfig) -> float:
+    """CPUs the run's actors reserve: engines, verifier workers, learner workers."""
+    res = cfg.resources
+    engines = sum(getattr(res, f"{role}_engines") for role in active_roles(cfg))
+    return (engines * res.cpus_per_engine + res.verifier_workers * res.cpus_per_verifier
+            + res.learner_workers * res.cpus_per_learner_worker)
+
+
+def start_ray(cfg: SGSConfig) -> Any:
+    """Join ``resources.ray_address``, or start a fresh local cluster.
+
+    A local cluster is always a new one (``address="local"``): a plain
+    ``ray.init()`` would silently join any cluster another user started with
+    ``ray start`` on the same machine.  Unless ``resources.num_cpus`` says
+    otherwise, it declares enough logical CPUs to place every actor at once
+    (they then share the machine's cores), since engines, verifiers and the
+    learner all stay alive for the whole run.
+    """
+    res = cfg.resources
+    if res.ray_address is not None:
+        return ray.init(address=res.ray_address)
+    num_cpus = res.num_cpus
+    if num_cpus is None:
+        # +1: Ray Train's controller needs a CPU slot beside its workers.
+        num_cpus = max(os.cpu_count() or 1, math.ceil(reserved_cpus(cfg)) + 1)
+    return ray.init(address="local", num_cpus=num_cpus, num_gpus=res.num_gpus)
+
+
+# --------------------------------------------------------------------------
+# The base model
+# --------------------------------------------------------------------------
+
+
+def model_paths(cfg: SGSConfig) -> ModelPaths:
+    """The base model, tokenizer and Guide locations (built here for the tiny model).
+
+    The tiny model's tokenizer is trained on the text it will read and write:
+    every target of the source (``targets.limit`` is ignored, so a shorter run
+    shares the model and its cached warm start), the prompt templates and,
+    when the run warm-starts, the corpus completions.
+    """
+    texts: list[str] = []
+    if cfg.model.path is None:
+        every_target = load_targets(replace(cfg.targets, limit=None), cfg.prover.language)
+        texts = corpus_texts(every_target)
+        texts += [p.read_text() for p in sorted(template_dir(cfg.prover.language).glob("*.j2"))]
+        if warmstart_enabled(cfg):
+            texts += [example.completion for example in load_corpus(cfg.warmstart.corpus, cfg.prover.language)]
+    return resolve_model_paths(cfg.model, seed=cfg.seed, corpus=texts)
+
+
+# --------------------------------------------------------------------------
+# Prompts
+# --------------------------------------------------------------------------
+
+
+def chat_prompt(tokenizer: Any, text: str) -> str:
+    """``text`` as one user turn with the assistant turn opened, in the
+    tokenizer's chat template (unchanged when it has none).
+
+    The engines tokenise prompts with the tokenizer's own special tokens; when
+    those include BOS, the template's BOS is dropped here so it is not doubled.
+    """
+    if not getattr(tokenizer, "chat_template", None):
+        return text
+    chat = tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                         add_generation_prompt=True)
+    bos = tokenizer.bos_token
+    adds_bos = tokenizer.bos_token_id is not None and tokenizer("x")["input_ids"][:1] == [tokenizer.bos_token_id]
+    if adds_bos and bos and chat.startswith(bos):
+        chat = chat[len(bos):]
+    return chat
+
+
+class Prompter:
+    """The role prompts as the engines receive them.
+
+    Role text comes from the language's templates (:class:`sgs.method.roles.PromptSet`),
+    wrapped by :func:`chat_prompt`, as chat-tuned provers expect.
+    ``token_ids`` tokenises the way the engines do, so the learner trains on
+    the exact prompt the sampler saw.
+    """
+
+    def __init__(self, language: str, tokenizer: Any):
+        self.roles = PromptSet(language)
+        self.tokenizer = tokenizer
+
+    def solver(self, header: str, statement: str) -> str:
+        return chat_prompt(self.tokenizer, self.roles.solver(header, statement))
+
+    def conjecturer(self, target: Target | None) -> str:
+        """The target-conditioned prompt, or the fixed prompt when ``target`` is None."""
+        if target is None:
+            return chat_prompt(self.tokenizer, self.roles.conjecturer_unconditioned())
+        return chat_prompt(self.tokenizer, self.roles.conjecturer(target.statement))
+
+    def guide(self, target: Target, conjecture: str) -> str:
+        return chat_prompt(self.tokenizer, self.roles.guide(target.statement, conjecture))
+
+    def token_ids(self, prompt: str) -> list[int]:
+        return self.tokenizer(prompt)["input_ids"]
+
+
+# --------------------------------------------------------------------------
+# Settings objects
+# --------------------------------------------------------------------------
+
+
+def sampling_settings(role: RoleSampling, *, n: int, seed: int) -> SamplingSettings:
+    """One role's sampling config as engine settings for ``n`` samples per prompt."""
+    return SamplingSettings(n=n, max_tokens=role.max_tokens, temperature=role.temperature,
+                            top_p=role.top_p, seed=seed)
+
+
+def train_settings(cfg: SGSConfig) -> TrainSettings:
+    """The learner's settings for both trained roles (the seed is set per run by the loop)."""
+    training, method, res = cfg.training, cfg.method, cfg.resources
+    bf16 = training.bf16 if training.bf16 is not None else cfg.model.dtype == "bfloat16"
+    return TrainSettings(
+        lr=training.learning_rate * cfg.model.learning_rate_scale,
+        global_batch_size=training.global_batch_size,
+        micro_batch_size=training.micro_batch_size,
+        adam_betas=(training.adam_beta1, training.adam_beta2),
+        adam_eps=training.adam_epsilon,
+        weight_decay=training.weight_decay,
+        grad_clip=training.grad_clip_norm,
+        epochs=training.epochs_per_iteration,
+        max_seq_len=training.max_seq_len,
+        loss_normalisation=method.loss_normalisation,
+        # The config gives the clip range [1 - eps_low, 1 + eps_high] directly.
+        cispo_eps_low=1.0 - method.cispo_ratio_min,
+        cispo_eps_high=method.cispo_ratio_max - 1.0,
+        bf16=bf16,
+        gradient_checkpointing=training.gradient_checkpointing,
+        optimizer_state=training.optimizer_state,
+        strategy=training.strategy,
+        num_workers=res.learner_workers,
+        cpus_per_worker=res.cpus_per_learner_worker,
+        use_gpu=res.gpus_per_learner_worker > 0,
+        placement_strategy=res.learner_placement,
+        seed=cfg.seed,
+    )
+
+
+def backend_spec(prover: ProverConfig) -> BackendSpec:
+    """The verifier workers' backend recipe from the ``prover`` config node."""
+    options: dict[str, Any] = {"timeout": prover.timeout, "allowed_axioms": list(prover.allowed_axioms)}
+    if prover.backend == "rocq":
+        options["coqtop"] = prover.rocq.coqtop
+    else:
+        options["repl_command"] = prover.lean.repl_command
+        options["project_dir"] = prover.lean.project_dir
+    return BackendSpec(prover.backend, options)
+
+
+# --------------------------------------------------------------------------
+# The running pieces
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Runtime:
+    """The actors one run drives: an engine group per active role, and the verifier pool."""
+
+    engines: dict[str, EngineGroup]
+    pool: VerifierPool
+    prompter: Prompter
+
+    def shutdown(self) -> None:
+        for group in self.engines.values():
+            group.shutdown()
+        self.pool.shutdown()
+
+
+def colocated_gpu_ids(cfg: SGSConfig, node_gpus: int) -> dict[str, list[int]]:
+    """With ``resources.colocate_engines_with_learner``: the GPU each engine
+    is pinned to, round-robin over the node's GPUs in role order (Solver
+    engines first); empty otherwise."""
+    if not cfg.resources.colocate_engines_with_learner:
+        return {}
+    if node_gpus < 1:
+        raise RuntimeError("resources.colocate_engines_with_learner=true needs a node with GPUs; Ray sees none")
+    pinned, next_gpu = {}, 0
+    for role in active_roles(cfg):
+        count = getattr(cfg.resources, f"{role}_engines")
+        pinned[role] = [(next_gpu + i) % node_gpus for i in range(count)]
+        next_gpu += count
+    return pinned
+
+
+def engine_options(cfg: SGSConfig, policy_version: int) -> dict[str, Any]:
+    """The engine constructor's keyword arguments for the loop's engines."""
+    options: dict[str, Any] = {"policy_version": policy_version, "dtype": cfg.model.dtype}
+    backend = weight_transfer_backend(cfg.resources)
+    if backend is not None:
+        options["weight_transfer_backend"] = backend
+    return options
+
+
+def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint], tokenizer: Any) -> Runtime:
+    """Start the engines (each active role on ``weights[role]``) and the verifier pool.
+
+    The pool's verdict cache lives in the run directory, so a resumed run
+    answers the checks it already made without asking the prover again.
+    """
+    res = cfg.resources
+    engines = {}
+    pinned = colocated_gpu_ids(cfg, int(ray.cluster_resources().get("GPU", 0)))
+    try:
+        for role in active_roles(cfg):
+            checkpoint = weights[role]
+            engines[role] = EngineGroup(
+                role,
+                checkpoint.path,
+                num_engines=getattr(res, f"{role}_engines"),
+                backend=res.engine_backend,
+                engine_options=engine_options(cfg, checkpoint.version),
+                num_cpus=res.cpus_per_engine,
+                num_gpus=res.gpus_per_engine,
+                placement_strategy=res.engine_placement,
+                gpu_ids=pinned.get(role),
+                heartbeat_interval_s=ENGINE_HEARTBEAT_INTERVAL_S,
+                heartbeat_timeout_s=res.engine_heartbeat_timeout_s,
+                load_timeout_s=res.engine_restart_timeout_s,
+            )
+        pool = VerifierPool(
+            backend_spec(cfg.prover),
+            num_workers=res.verifier_workers,
+            timeout=cfg.prover.timeout,
+            cache=VerdictCache(run_dir / VERDICT_CACHE_FILE),
+            audit_fraction=cfg.prover.audit_fraction,
+            audit_log=run_dir / AUDIT_LOG_FILE,
+            audit_seed=cfg.seed,
+            cpus_per_worker=res.cpus_per_verifier,
+            placement_strategy=res.verifier_placement,
+            bundle_resources={res.verifier_node_resource: VERIFIER_NODE_SHARE} if res.verifier_node_resource else None,
+        )
+    except BaseException:
+        for group in engines.values():
+            group.shutdown()
+        raise
+    return Runtime(engines=engines, pool=pool, prompter=Prompter(cfg.prover.language, tokenizer))

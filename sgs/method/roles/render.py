@@ -1,0 +1,81 @@
+"""Render the prompts of the three roles from Jinja2 template files.
+
+A template directory holds one file per prompt, with these variables:
+* ``solver.j2``: ``header`` (trimmed; may be empty) and ``statement``;
+* ``conjecturer.j2``: ``target``, the unsolved statement without its header;
+* ``conjecturer_unconditioned.j2``: none (the fixed prompt of the "no problem
+  conditioning" ablation);
+* ``guide.j2``: ``target`` and ``conjecture``.
+
+The package ships one directory per language (``templates/lean``,
+``templates/rocq``); a config can point at any other directory to swap the
+wording without touching code.  Templates see the problem text verbatim:
+Jinja2 never evaluates the values it inserts, so model-written statements
+cannot inject template code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jinja2
+
+from sgs.method.roles.language import Language
+
+#: The packaged template directories, one per language.
+TEMPLATE_ROOT = Path(__file__).parent / "templates"
+
+#: The template files every directory must provide.
+PROMPT_NAMES = ("solver", "conjecturer", "conjecturer_unconditioned", "guide")
+
+
+def template_dir(source: str | os.PathLike) -> Path:
+    """The template directory that ``source`` names: a language name
+    (``"lean"``, ``"rocq"``) selects the packaged one, anything else is a path
+    (write ``./lean`` for a local directory called ``lean``)."""
+    if isinstance(source, str) and source in {language.value for language in Language}:
+        return TEMPLATE_ROOT / source
+    return Path(source)
+
+
+class PromptSet:
+    """The four prompts of one template directory.
+
+    Construction fails fast (``FileNotFoundError``) when a template is
+    missing, and rendering fails (``jinja2.UndefinedError``) when a template
+    uses a variable its role does not provide: both are configuration errors.
+    """
+
+    def __init__(self, source: str | os.PathLike = "lean"):
+        self.directory = template_dir(source)
+        missing = [name for name in PROMPT_NAMES if not (self.directory / f"{name}.j2").is_file()]
+        if missing:
+            raise FileNotFoundError(
+                f"prompt templates {', '.join(f'{n}.j2' for n in missing)} not found in {self.directory}")
+        environment = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(self.directory),
+            undefined=jinja2.StrictUndefined,
+            autoescape=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self._templates = {name: environment.get_template(f"{name}.j2") for name in PROMPT_NAMES}
+
+    def solver(self, header: str, statement: str) -> str:
+        """Ask for a proof of ``statement`` under ``header`` (imports, opens)."""
+        return self._templates["solver"].render(header=header.strip(), statement=statement)
+
+    def conjecturer(self, target: str) -> str:
+        """Ask for a simpler lemma that helps prove the unsolved ``target``
+        (the statement only: no header)."""
+        return self._templates["conjecturer"].render(target=target)
+
+    def conjecturer_unconditioned(self) -> str:
+        """The fixed prompt of the "no problem conditioning" ablation."""
+        return self._templates["conjecturer_unconditioned"].render()
+
+    def guide(self, target: str, conjecture: str) -> str:
+        """Ask for the three sub-scores of ``conjecture`` as a stepping stone
+        towards ``target``."""
+        return self._templates["guide"].render(target=target, conjecture=conjecture)

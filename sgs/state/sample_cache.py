@@ -1,0 +1,108 @@
+"""Samples of the running phase, cached by content, so that a killed driver's
+resumed phase does not generate them again.
+
+A phase stores a record only once its sample is fully processed (a proof
+verified, a statement elaborated).  Samples that came back from the engines
+but were still waiting for the prover when the driver died would otherwise be
+drawn again.  The cache writes each sample the moment it returns, under a key
+made of everything that determines it:
+
+    sha256(prompt, max_tokens, temperature, top_p, the phase's seed, policy version, sample id)
+
+(the sample id names the problem and the draw, e.g. ``target/t17/a3``).  A
+resumed phase looks every wanted sample up first and sends only the misses
+to the engines; a change of prompt, sampling settings or weights is a miss,
+never a stale hit.
+
+One JSONL file per phase (``iter_0003/prove.samples.jsonl``), appended and
+flushed line by line; a torn last line (a kill mid-write) is skipped when
+reading.  The file is deleted once the phase is committed: its records then
+hold everything that mattered.  Prompt token ids are not stored (they would
+double the file for long prompts): the reader re-tokenises the prompt, which
+is what the engines did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from sgs.machinery.engines import Sample, SamplingSettings
+
+log = logging.getLogger(__name__)
+
+
+def sample_key(prompt: str, settings: SamplingSettings, policy_version: int, sample_id: str) -> str:
+    """The content address of one sample (``settings.n`` does not matter: each sample is keyed alone)."""
+    content = json.dumps([prompt, settings.max_tokens, settings.temperature, settings.top_p, settings.seed,
+                          policy_version, sample_id])
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+class SampleCache:
+    """Append-only cache of one phase's samples."""
+
+    def __init__(self, path: str | os.PathLike, prompt_token_ids: Callable[[str], list[int]]):
+        """Open ``path`` (created on the first write); ``prompt_token_ids``
+        tokenises a prompt as the engines do."""
+        self.path = Path(path)
+        self._prompt_token_ids = prompt_token_ids
+        self._entries: dict[str, dict] = {}
+        if self.path.exists():
+            self._entries = self._read()
+        self._file = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str, prompt: str) -> Sample | None:
+        """The cached sample under ``key`` (drawn from ``prompt``), or None."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        return Sample(prompt_token_ids=self._prompt_token_ids(prompt), **entry)
+
+    def put(self, key: str, sample: Sample) -> None:
+        entry = {"text": sample.text, "token_ids": list(sample.token_ids), "logprobs": list(sample.logprobs),
+                 "finish_reason": sample.finish_reason, "policy_version": sample.policy_version,
+                 "entropy": sample.entropy}
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8")
+        self._file.write(json.dumps({"key": key, **entry}) + "\n")
+        self._file.flush()
+        self._entries[key] = entry
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def discard(self) -> None:
+        """Close and delete the file (the phase is committed)."""
+        self.close()
+        self.path.unlink(missing_ok=True)
+        self._entries = {}
+
+    def _read(self) -> dict[str, dict]:
+        """The cached entries.  A cache never stops a run: a torn last line
+        (no newline after it) is cut off, an unreadable line is skipped, both
+        with a warning, and their samples are simply drawn again."""
+        data = self.path.read_bytes()
+        *complete, torn = data.split(b"\n")
+        if torn:
+            log.warning("%s: cutting a torn last line", self.path)
+            with open(self.path, "r+b") as handle:
+                handle.truncate(len(data) - len(torn))
+        entries = {}
+        for number, line in enumerate(complete, 1):
+            try:
+                entry = json.loads(line)
+                entries[entry.pop("key")] = entry
+            except (ValueError, KeyError, AttributeError, TypeError):  # UnicodeDecodeError is a ValueError
+                log.warning("%s:%d: skipping a line that is not a cached sample", self.path, number)
+        return entries

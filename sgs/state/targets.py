@@ -1,0 +1,144 @@
+"""Reading the target statements a run tries to prove (``targets`` config node).
+
+Two file formats, told apart by the prover language:
+
+* Rocq (``sgs/data/rocq_targets.jsonl``): JSONL records with ``id``,
+  ``header``, ``statement`` (``Theorem name : ... .``) and ``held_out``; other
+  keys (reference ``proof``, ``difficulty``, ``topic``) are ignored.
+* Lean: records with ``id``, ``header`` and ``theorem`` (the statement up to
+  ``:= by``), as a JSON list, as JSONL, or as the D3k file's
+  ``{"target_statements": {id: record}}`` mapping.
+
+A target is held out (never trained on, never counted in the cumulative solve
+rate) when its record says so, when its id is in ``held_out_ids``, or when the
+hash of its id falls under ``held_out_fraction``: the split depends on the ids
+only, so it is the same on every machine and every resume.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sgs.config import HUB_SCHEME, TargetsConfig, resolve_source_path
+from sgs.state.records import Target
+
+class TargetError(ValueError):
+    """The target source cannot be read or holds a malformed record."""
+
+
+def load_targets(config: TargetsConfig, language: str) -> list[Target]:
+    """The run's targets, in source order, ``limit`` applied, held-out flags set."""
+    rows = _read_rows(config.source)
+    if config.limit is not None:
+        rows = rows[: config.limit]
+    targets = [_to_target(row, language, f"{config.source} record {index}") for index, row in enumerate(rows)]
+    if not targets:
+        raise TargetError(f"targets.source={config.source!r} holds no targets")
+    held_ids = set(config.held_out_ids)
+    return [
+        Target(
+            id=t.id,
+            header=t.header,
+            statement=t.statement,
+            held_out=t.held_out or t.id in held_ids or held_out_by_hash(t.id, config.held_out_fraction),
+        )
+        for t in targets
+    ]
+
+
+def held_out_by_hash(target_id: str, fraction: float) -> bool:
+    """Whether the hash of ``target_id`` puts it in the held-out ``fraction``."""
+    if fraction <= 0.0:
+        return False
+    digest = hashlib.sha256(target_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def _read_rows(source: str) -> list[dict]:
+    if source.startswith(HUB_SCHEME):
+        return _hub_rows(source[len(HUB_SCHEME):])
+    path = resolve_source_path(source)
+    if path is None or not path.is_file():
+        raise TargetError(f"targets file not found: {source!r} ({path})")
+    return _file_rows(path)
+
+
+def _file_rows(path: Path) -> list[dict]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        return [parse_json(line, f"{path}:{lineno}") for lineno, line in enumerate(text.splitlines(), 1) if line.strip()]
+    data = parse_json(text, str(path))
+    if isinstance(data, dict) and isinstance(data.get("target_statements"), dict):
+        return list(data["target_statements"].values())  # the D3k file
+    if isinstance(data, list):
+        return data
+    raise TargetError(f"{path}: expected a JSON list of targets or a 'target_statements' mapping")
+
+
+def _hub_rows(repo_id: str) -> list[dict]:
+    """The records of a Hugging Face data set repository's one JSON(L) file."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        directory = Path(snapshot_download(repo_id, repo_type="dataset", allow_patterns=["*.json", "*.jsonl"]))
+    except Exception as error:  # offline, DNS, HTTP, unknown repository: all end the same way for the user
+        raise TargetError(
+            f"could not download the hub data set {repo_id!r}: {type(error).__name__}: {error}\n"
+            f"Without access to the Hugging Face hub, download it elsewhere and pass its JSON(L) file with "
+            f"targets.source=PATH") from None
+    files = sorted(p for p in directory.rglob("*") if p.suffix in (".json", ".jsonl"))
+    if len(files) != 1:
+        raise TargetError(f"hub data set {repo_id!r} holds {len(files)} JSON files; "
+                          "download it and pass the one to use as targets.source")
+    return _file_rows(files[0])
+
+
+def parse_json(text: str, where: str, error: type[Exception] | None = None) -> Any:
+    """``json.loads(text)``, or ``error`` (default :class:`TargetError`) saying
+    where the text came from and why it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError as reason:
+        raise (error or TargetError)(f"{where}: not valid JSON ({reason})") from None
+
+
+def _to_target(row: dict, language: str, where: str) -> Target:
+    if not isinstance(row, dict):
+        raise TargetError(f"{where}: expected an object, got {type(row).__name__}")
+    key = "statement" if language == "rocq" else "theorem"
+    statement = row.get(key, row.get("statement"))
+    for name, value in (("id", row.get("id")), ("header", row.get("header")), (key, statement)):
+        if not isinstance(value, str):
+            raise TargetError(f"{where}: field {name!r} must be a string, got {value!r}")
+    if language == "lean":
+        statement = _strip_placeholder(statement)
+    held_out = row.get("held_out", False)
+    if not isinstance(held_out, bool):
+        raise TargetError(f"{where}: field 'held_out' must be a boolean, got {held_out!r}")
+    return Target(id=row["id"], header=row["header"], statement=statement, held_out=held_out)
+
+
+def _strip_placeholder(statement: str) -> str:
+    """A Lean statement ends at ``:= by``; drop a ``sorry`` left after it."""
+    text = statement.rstrip()
+    return text[: -len("sorry")].rstrip() if text.endswith("sorry") else text
+
+
+def corpus_texts(targets: Iterable[Target]) -> list[str]:
+    """Tokenizer training text for the tiny model: each target's header and statement."""
+    return [f"{t.header}\n{t.statement}" for t in targets]
+
+
+def batch_targets(targets: Sequence[Target], batch_size: int | None, seed: int, iteration: int) -> list[Target]:
+    """The iteration's training targets: all of them, or a seeded subsample of
+    ``batch_size`` (kept in source order), the same on every resume."""
+    training = [t for t in targets if not t.held_out]
+    if batch_size is None or batch_size >= len(training):
+        return training
+    chosen = set(random.Random(f"{seed}/{iteration}").sample(range(len(training)), batch_size))
+    return [t for i, t in enumerate(training) if i in chosen]
