@@ -51,12 +51,11 @@ from lean_env.verdict import ProofTask, Verdict
 from sgs import sft
 from sgs.config import CONFIG_DIR, CONFIG_NAME, SGSConfig, validate
 from sgs.machinery.engines import EngineGroup, Sample, SamplingSettings
-from sgs.loop import batch_targets
 from sgs.machinery.streaming import Request, stream, submit
 from sgs.state.records import Target
 from sgs.method.roles import extract_proof
 from sgs.machinery.runtime import Prompter, backend_spec, model_paths, sampling_settings
-from sgs.state.targets import load_targets
+from sgs.state.targets import batch_targets, load_targets
 
 TARGETS = Path(__file__).resolve().parents[1] / "sgs" / "data" / "rocq_targets.jsonl"
 #: The check the issue asks for: streamed within this factor of the slower phase alone.
