@@ -31,21 +31,12 @@ import yaml
 
 from lean_env.verdict import Status, Verdict
 from sgs.config import ProverConfig, ResourcesConfig, RocqSettings, SGSConfig, TargetsConfig, TinyModelSettings
-from sgs.loop import (
-    DUPLICATE_CONJECTURE,
-    DUPLICATE_OF_TARGET,
-    MATCHES_BENCHMARK,
-    PHASES,
-    TRAIN_METRICS_FILE,
-    Problem,
-    attempt_id,
-    conjecture_id,
-    current_weights,
-    derived_seed,
-    in_conjecturer_batch,
-    screen_conjecture,
-    select_solver_samples,
-)
+from sgs.loop.conjecture import screen_conjecture
+from sgs.loop.context import (
+    DUPLICATE_CONJECTURE, DUPLICATE_OF_TARGET, MATCHES_BENCHMARK, PHASES, Problem, attempt_id, conjecture_id,
+    derived_seed)
+from sgs.loop.train import in_conjecturer_batch, select_solver_samples
+from sgs.loop.weights import TRAIN_METRICS_FILE, current_weights
 from sgs.state.records import Attempt, Completion, ConjectureScore, Target, prompt_digest
 from sgs.state.targets import batch_targets
 from sgs.method.roles import CONJECTURE_NAME_PREFIX, Failure, PromptSet, canonical_form

@@ -1,0 +1,93 @@
+"""The conjecture phase: the Conjecturer writes ``conjectures_per_target``
+statements per unsolved training target.  Malformed ones, duplicates (of a
+target or of an earlier conjecture, up to renaming), statements of benchmark
+problems (``evaluation.contamination=exclude``) and statements that do not
+elaborate are rejected, with the reason stored."""
+
+from __future__ import annotations
+
+from collections.abc import Set
+
+from lean_env.verdict import ProofTask, Verdict
+from sgs.loop.context import (
+    DUPLICATE_CONJECTURE, DUPLICATE_OF_TARGET, MATCHES_BENCHMARK, RunContext, conjecture_id, elaboration_failure,
+    to_completion)
+from sgs.machinery.engines import Sample
+from sgs.machinery.runtime import sampling_settings
+from sgs.machinery.streaming import Request
+from sgs.method.roles import canonical_form, conjecture_name, extract_conjecture, rename_theorem
+from sgs.state.records import Completion, Conjecture, Target
+from sgs.state.store import PhaseLog
+from sgs.state.targets import batch_targets
+
+
+def screen_conjecture(
+    output: str, language: str, target_forms: Set[str], seen: set[str], excluded_forms: Set[str] = frozenset()
+) -> tuple[str | None, str | None]:
+    """``(statement, None)`` for a well-formed conjecture that is new, or
+    ``(None, rejection reason)``.
+
+    New means: not a target and not an earlier conjecture of ``seen``, both up
+    to renaming (canonical forms); a new one's form is added to ``seen``.
+    Statements in ``excluded_forms`` (evaluation problems) are rejected.  The
+    statement gets a fresh name derived from its form: the model's own name
+    could collide with a target's, or flatter the Guide.
+    """
+    extraction = extract_conjecture(output, language)
+    if not extraction.ok:
+        return None, extraction.failure.value
+    form = canonical_form(extraction.value, language)
+    if form in target_forms:
+        return None, DUPLICATE_OF_TARGET
+    if form in excluded_forms:
+        return None, MATCHES_BENCHMARK
+    if form in seen:
+        return None, DUPLICATE_CONJECTURE
+    seen.add(form)
+    return rename_theorem(extraction.value, conjecture_name(extraction.value, language), language), None
+
+
+def conjecture(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
+    method, language = ctx.cfg.method, ctx.language
+    solved = ctx.store.solved_registry
+    unsolved = [t for t in batch_targets(ctx.store.targets, method.batch_size, ctx.cfg.seed, iteration)
+                if not solved.is_solved(t.id, through_iteration=iteration - 1)]
+    stored = phase_log.ids("conjecture")
+    seen = {canonical_form(c.statement, language) for c in phase_log.recovered
+            if isinstance(c, Conjecture) and c.statement is not None}
+    conditioned = method.conjecturer_prompt == "target_conditioned"
+    requests = [
+        Request(prompt=ctx.rt.prompter.conjecturer(t if conditioned else None),
+                sample_ids=[cid for j in range(method.conjectures_per_target)
+                            if (cid := conjecture_id(iteration, t.id, j)) not in stored],
+                item=t)
+        for t in unsolved
+    ]
+    requests = [r for r in requests if r.sample_ids]
+    checking: dict[str, tuple[Target, Completion, str]] = {}
+    bar = ctx.bar(iteration, "conjecture", sum(len(r.sample_ids) for r in requests))
+
+    def keep(cid: str, target: Target, completion: Completion, statement: str | None, error: str | None) -> None:
+        phase_log.append(Conjecture(id=cid, iteration=iteration, target_id=target.id, completion=completion,
+                                    statement=statement, extraction_error=error))
+        bar.update()
+
+    def on_sample(request: Request, cid: str, sample: Sample) -> None:
+        target, completion = request.item, to_completion(request.prompt, sample)
+        statement, rejection = screen_conjecture(sample.text, language, ctx.target_forms, seen, ctx.excluded_forms)
+        if rejection is not None:
+            return keep(cid, target, completion, None, rejection)
+        checking[cid] = (target, completion, statement)
+        ctx.rt.pool.submit_statement(ProofTask(id=cid, header=target.header, statement=statement, proof=""))
+
+    def on_verdict(task: ProofTask, verdict: Verdict) -> None:
+        target, completion, statement = checking.pop(task.id)
+        if verdict.valid:
+            keep(task.id, target, completion, statement, None)
+        else:
+            keep(task.id, target, completion, None, elaboration_failure(verdict.status))
+
+    if requests:
+        settings = sampling_settings(ctx.cfg.sampling.conjecturer, n=1, seed=ctx.seed(iteration, "conjecture"))
+        ctx.draw(iteration, "conjecture", "conjecturer", requests, settings, on_sample, on_verdict)
+    bar.close()

@@ -1,0 +1,148 @@
+"""One SGS iteration as a sequence of phases (SPEC §1.2, paper Algorithm 1),
+each in its own module:
+
+======================  ======================================================
+phase                   what it does
+======================  ======================================================
+``conjecture``          the Conjecturer writes statements per unsolved target
+                        (:mod:`sgs.loop.conjecture`)
+``prove``               the Solver writes k proofs per target and surviving
+                        conjecture, checked as they stream in; the Guide
+                        reviews early (:mod:`sgs.loop.prove`)
+``review``              solve rates, the p70 selection, Guide reviews,
+                        Conjecturer rewards and weights (:mod:`sgs.loop.review`)
+``train_solver``        one learner run for the Solver (:mod:`sgs.loop.train`)
+``train_conjecturer``   the same for the Conjecturer
+``record``              the metrics line (:mod:`sgs.loop.record`)
+======================  ======================================================
+
+Every phase is committed with ``Store.mark_done``, also when it had nothing to
+do: experiments differ only by config values (a Solver-only run has
+``conjectures_per_target=0``, so its conjecture phase samples nothing).
+
+Resume.  :meth:`Loop.run` continues at ``Store.resume_point``.  A phase killed
+half-way finds its stored records in ``PhaseLog.recovered`` and does only the
+missing work: record ids are derived from (problem, sample index), so a
+sample that was stored is never drawn again, and one drawn but not stored was
+never counted.  Samples that came back but were not yet stored when the
+driver died are in the phase's sample cache (:mod:`sgs.state.sample_cache`)
+and are not generated again.  Checkpoints count once the training phase that
+wrote them is done; policy version v is the weights after iteration v - 1
+(0 = the base).
+
+What the phases share (the config, the store, the actors, drawing samples)
+is :class:`sgs.loop.context.RunContext`; which weights the engines serve,
+their sleep around training and new weights reaching them is
+:class:`sgs.loop.weights.EngineWeights`.  Ray plumbing lives in
+:mod:`sgs.machinery`; the phases only decide what to sample and what to make
+of the results.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+from sgs.analysis import metrics as M
+from sgs.config import SGSConfig
+from sgs.loop.conjecture import conjecture
+from sgs.loop.context import PHASES, RECORD_PHASES, TRAINING_PHASES, RunContext
+from sgs.loop.prove import prove
+from sgs.loop.record import record
+from sgs.loop.review import review
+from sgs.loop.train import train_conjecturer, train_solver
+from sgs.loop.weights import EngineWeights
+from sgs.machinery.monitor import LiveMonitor
+from sgs.machinery.runtime import Checkpoint, Runtime
+from sgs.state.benchmarks import Benchmark
+from sgs.state.store import Store
+
+#: The phases that write records take the phase's log; the others only the iteration.
+PHASE_STEPS = {"conjecture": conjecture, "prove": prove, "review": review,
+               "train_solver": train_solver, "train_conjecturer": train_conjecturer}
+
+
+class Loop:
+    """Runs iterations as phases against one store and one set of actors."""
+
+    def __init__(
+        self,
+        cfg: SGSConfig,
+        store: Store,
+        runtime: Runtime,
+        weights: Mapping[str, Checkpoint],
+        *,
+        run_name: str,
+        benchmark: Benchmark | None = None,
+        on_metrics: Callable[[dict, dict, dict], None] = lambda metrics, tables, histograms: None,
+    ):
+        """``weights``: what the Solver and Conjecturer engines were started on
+        (:func:`sgs.loop.weights.current_weights`); ``benchmark``: the evaluation
+        problems (checked for contamination, evaluated every ``evaluation.every``
+        iterations); ``on_metrics`` receives each metrics line with its sample
+        tables and histogram values (:class:`sgs.analysis.metrics.MetricsSink.log`)."""
+        self.cfg = cfg
+        self.store = store
+        self.on_metrics = on_metrics
+        self.monitor = LiveMonitor(run_name, PHASES)
+        """Live gauges on the Ray dashboard."""
+        self.ctx = RunContext(cfg, store, runtime, EngineWeights(cfg, store, runtime, weights), self.monitor,
+                              run_name=run_name, benchmark=benchmark)
+        self.seconds = {phase: 0.0 for phase in PHASES}
+        """Wall time per phase over this process's run (for the summary)."""
+        self._stats: dict[tuple[int, str], M.PhaseStats] = {}
+        # Fault counts are the run's totals: earlier sessions' counts, as of the last
+        # recorded iteration, plus this session's; a session that finds finished
+        # phases is a resume.
+        recorded = store.metrics()
+        self._earlier_faults = {key: value for key, value in (recorded[-1] if recorded else {}).items()
+                                if key.startswith("faults/")}
+        self._resumed = store.resume_point(PHASES) != (0, PHASES[0])
+
+    def run(self) -> None:
+        """Run until ``cfg.iterations`` iterations are done, from the resume point."""
+        iteration, phase = self.store.resume_point(PHASES)
+        while iteration < self.cfg.iterations:
+            for name in PHASES[PHASES.index(phase):]:
+                self.run_phase(iteration, name)
+            iteration, phase = iteration + 1, PHASES[0]
+
+    def run_phase(self, iteration: int, phase: str) -> None:
+        """Run one phase and commit it."""
+        ctx = self.ctx
+        start = time.perf_counter()
+        ctx.tokens = ctx.verifications = 0
+        self.monitor.phase_started(iteration, phase, ctx.weights.versions())
+        if phase in TRAINING_PHASES:
+            ctx.weights.sleep()
+        else:
+            ctx.weights.wake()
+        if phase == "record":
+            phases = {name: stats for (i, name), stats in self._stats.items() if i == iteration}
+            record(ctx, iteration, phases, self._fault_counts(), self.on_metrics)
+        elif phase in RECORD_PHASES:
+            PHASE_STEPS[phase](ctx, iteration, self.store.begin_phase(iteration, phase))
+        else:
+            PHASE_STEPS[phase](ctx, iteration)
+        seconds = time.perf_counter() - start
+        self._stats[iteration, phase] = M.PhaseStats(seconds, ctx.tokens, ctx.verifications)
+        self.seconds[phase] += seconds
+        self.store.mark_done(iteration, phase)
+        # Committed: the phase's records now hold everything its cached samples gave.
+        self.store.sample_cache_path(iteration, phase).unlink(missing_ok=True)
+        if phase in TRAINING_PHASES:
+            # Only now: until the phase is done, an older checkpoint is the one a resume loads.
+            self.store.prune_checkpoints(TRAINING_PHASES[phase], self.cfg.training.keep_checkpoints)
+
+    def _fault_counts(self) -> dict[str, int]:
+        """Actors lost, work redone and driver resumes over the whole run so far
+        (earlier sessions counted up to their last recorded iteration)."""
+        rt = self.ctx.rt
+        counts = {"faults/verifier_restarts": rt.pool.stats.workers_restarted,
+                  "faults/verifier_requeued": rt.pool.stats.requeued,
+                  "faults/driver_resumes": int(self._resumed)}
+        for role, group in rt.engines.items():
+            counts[f"faults/engine_restarts/{role}"] = group.stats.actor_restarts
+            counts[f"faults/engine_hung/{role}"] = group.stats.hung_actors
+            counts[f"faults/chunks_resubmitted/{role}"] = group.stats.chunks_resubmitted
+        return {key: count + self._earlier_faults.get(key, 0) for key, count in counts.items()}

@@ -1,0 +1,131 @@
+"""The two training phases: the Solver on its objective's selection of this
+iteration's attempts (or, for expert iteration, the stored proofs of the last
+iterations), the Conjecturer on its weighted conjectures; each one learner run
+from the role's current weights, whose engines then serve the result
+(:class:`sgs.loop.weights.EngineWeights`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+
+from lean_env.verdict import Status
+from sgs.analysis import metrics as M
+from sgs.loop.context import RunContext
+from sgs.loop.weights import TRAIN_METRICS_FILE
+from sgs.machinery.learner import TrainExample, train
+from sgs.machinery.runtime import train_settings
+from sgs.method import objectives
+from sgs.state.records import Attempt, Completion, ConjectureScore, prompt_digest
+
+
+def solver_rollouts(attempts: Sequence[Attempt]) -> list[objectives.Rollout]:
+    """Attempts as the objectives see them (system errors carry no reward)."""
+    return [
+        objectives.Rollout(
+            problem_id=a.problem_id,
+            status=M.rollout_status(a),
+            reward=None if M.rollout_status(a) == Status.SYSTEM_ERROR.value else a.reward,
+        )
+        for a in attempts
+    ]
+
+
+def select_solver_samples(attempts: Sequence[Attempt], objective: str) -> list[objectives.Sample]:
+    """The on-policy objectives' choice among this iteration's attempts."""
+    select = {
+        "reinforce": objectives.select_reinforce,
+        "reinforce_half": objectives.select_reinforce_half,
+        "cispo": objectives.select_cispo,
+    }[objective]
+    return select(solver_rollouts(attempts))
+
+
+def in_conjecturer_batch(score: ConjectureScore, rule: str) -> bool:
+    """The reference rule trains on the kept conjectures; the paper's rule on
+    every attempted one (the others at weight 0, counted by the normaliser)."""
+    return score.kept or rule == "paper"
+
+
+def train_solver(ctx: RunContext, iteration: int) -> None:
+    objective = ctx.cfg.method.solver_objective
+    if objective == "ei":
+        chosen = expert_iteration_samples(ctx, iteration)
+    else:
+        attempts = ctx.store.attempts(iteration)
+        chosen = [(attempts[s.index], s.weight) for s in select_solver_samples(attempts, objective)]
+    conjectures = {c.id: c for c in ctx.store.conjectures(iteration)}
+    examples = []
+    for attempt, weight in chosen:
+        if attempt.problem_kind == "target":
+            target = ctx.store.target(attempt.problem_id)
+            header, statement = target.header, target.statement
+        else:
+            conjecture = conjectures[attempt.problem_id]
+            header, statement = ctx.store.target(conjecture.target_id).header, conjecture.statement
+        prompt = checked_prompt(ctx.rt.prompter.solver(header, statement), attempt.completion)
+        examples.append(TrainExample(
+            prompt_ids=ctx.rt.prompter.token_ids(prompt),
+            completion_ids=attempt.completion.token_ids,
+            weight=weight,
+            old_logprobs=attempt.completion.logprobs if objective == "cispo" else None,
+            group_id=attempt.problem_id,
+        ))
+    learn(ctx, iteration, "solver", examples, objective)
+
+
+def expert_iteration_samples(ctx: RunContext, iteration: int) -> list[tuple[Attempt, float]]:
+    """Stored proofs of the last ``ei_replay_iterations`` iterations, with their attempts."""
+    window = ctx.cfg.method.ei_replay_iterations
+    stored = ctx.store.solved_registry.recent_proofs(since_iteration=iteration - window + 1)
+    records = [objectives.StoredProof(problem_id=p.target_id, proof=p.proof, iteration=p.iteration,
+                                      reward=p.reward) for p in stored]
+    samples = objectives.select_expert_iteration(records, iteration, window)
+    attempts = {a.id: a for i in sorted({p.iteration for p in stored}) for a in ctx.store.attempts(i)}
+    return [(attempts[stored[s.index].attempt_id], s.weight) for s in samples]
+
+
+def train_conjecturer(ctx: RunContext, iteration: int) -> None:
+    method = ctx.cfg.method
+    if not method.train_conjecturer:
+        return
+    conjectures = {c.id: c for c in ctx.store.conjectures(iteration)}
+    conditioned = method.conjecturer_prompt == "target_conditioned"
+    examples = []
+    for score in ctx.store.conjecture_scores(iteration).values():
+        if not in_conjecturer_batch(score, method.reward_normalisation):
+            continue
+        conjecture = conjectures[score.conjecture_id]
+        target = ctx.store.target(conjecture.target_id)
+        prompt = checked_prompt(ctx.rt.prompter.conjecturer(target if conditioned else None), conjecture.completion)
+        examples.append(TrainExample(prompt_ids=ctx.rt.prompter.token_ids(prompt),
+                                     completion_ids=conjecture.completion.token_ids, weight=score.weight))
+    if not any(e.weight != 0.0 for e in examples):
+        examples = []  # nothing earned a reward: no gradient to take
+    learn(ctx, iteration, "conjecturer", examples, "conjecturer")
+
+
+def checked_prompt(prompt: str, completion: Completion) -> str:
+    """``prompt`` if it is the one the sample was drawn from; training on
+    another prompt (templates edited mid-run) would be silently wrong."""
+    if prompt_digest(prompt) != completion.prompt_sha256:
+        raise RuntimeError("a re-rendered prompt differs from the one the sample was drawn from; "
+                           "were the prompt templates or the tokenizer changed during the run?")
+    return prompt
+
+
+def learn(ctx: RunContext, iteration: int, role: str, examples: list[TrainExample], objective: str) -> None:
+    """One learner run from the role's current weights; the role's engines then serve the result."""
+    if not examples:
+        return
+    output = ctx.store.checkpoint_dir(role, iteration)
+    settings = replace(train_settings(ctx.cfg), seed=ctx.seed(iteration, f"train_{role}"))
+    target = ctx.weights.transfer_target(role, iteration + 1)
+    result = train(examples, base_checkpoint=ctx.weights.current[role].path, objective=objective,
+                   settings=settings, output_dir=str(output), run_name=f"{ctx.run_name}-{role}-{iteration:04d}",
+                   probe=ctx.weights.probe_sequence, weight_target=target)
+    numbers = {**asdict(result.metrics), "weights_sent_directly": float(result.weights_sent),
+               "weight_transfer_seconds": result.weight_transfer_seconds}
+    (output / TRAIN_METRICS_FILE).write_text(json.dumps(numbers))
+    ctx.weights.trained(role, result, iteration + 1, target)
