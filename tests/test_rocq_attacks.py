@@ -85,13 +85,19 @@ def cwd_listing() -> dict[str, tuple[int, int]]:
             for st in [os.lstat(name)]}
 
 
-def stray_processes(backend) -> list[str]:
-    """Processes under this one that are not the backend's live coqtops."""
+def stray_processes(backend, baseline: frozenset[int] = frozenset()) -> list[str]:
+    """Processes under this one that are not the backend's live coqtops.
+
+    ``baseline``: processes that were there before (a Ray cluster an earlier
+    test started in this process): they and what they start are not the
+    attack's doing."""
     live = {p for p in (backend.pid, getattr(backend._spare, "pid", None)) if p is not None}
     stray = []
     for process in psutil.Process().children(recursive=True):
         try:
-            if process.pid in live or process.ppid() in live:
+            if process.pid in live or process.ppid() in live or process.pid in baseline:
+                continue
+            if any(parent.pid in baseline for parent in process.parents()):
                 continue
             if process.status() == psutil.STATUS_ZOMBIE:
                 stray.append(f"zombie {process.pid}")
@@ -127,6 +133,7 @@ def backend(coqtop, places):
 def test_every_attack_is_refused_and_leaves_nothing_behind(backend, places):
     watched = (places["watch"], places["home"])
     assert backend.check_proof(GOOD, 60).valid   # header loaded, sessions started
+    baseline = frozenset(p.pid for p in psutil.Process().children(recursive=True)) - {backend.pid}
     files_before = snapshot(*watched) | snapshot(places["tmp"], skip_prefix="lean_env-")
     cwd_before = cwd_listing()
     failures: list[str] = []
@@ -150,7 +157,7 @@ def test_every_attack_is_refused_and_leaves_nothing_behind(backend, places):
         good, wrong = backend.check_proof(GOOD, 60), backend.check_proof(WRONG, 60)
         if not good.valid or (wrong.status, wrong.reason) != (Status.INVALID, "prover_error"):
             failures.append(f"{label}: poisoned session: good={good.reason} wrong={wrong.reason}")
-        stray = stray_processes(backend)
+        stray = stray_processes(backend, baseline)
         if stray:
             failures.append(f"{label}: processes left behind: {stray}")
     assert not failures, "\n".join(failures)
