@@ -157,8 +157,6 @@ KNOWN_UPWARD = {
     ("sgs.state.sample_cache", "sgs.machinery.engines"),
     # the gauges publish the metrics line's rejection keys under the same prefix
     ("sgs.machinery.monitor", "sgs.analysis.metrics"),
-    # benchmark names (no loading) are checked when the config is validated
-    ("sgs.config", "sgs.state.benchmark_names"),
 }
 
 
