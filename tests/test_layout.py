@@ -186,7 +186,6 @@ MAX_MODULE_LINES = 600
 KNOWN_LONG = {
     "lean_env/pool.py",
     "sgs/analysis/report.py",
-    "sgs/machinery/engines/actor.py",
     "sgs/machinery/learner.py",
     "sgs/state/store.py",
 }
