@@ -1,7 +1,8 @@
-"""Config composition, validation and machine checks (sgs.config, conf/)."""
+"""Config composition, validation and machine checks (sgs.config: schema, validation, machine; conf/)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -373,7 +374,7 @@ def test_hydra_node_is_ignored():
 
 
 def test_resolve_source_path_forms(tmp_path):
-    assert C.resolve_source_path(C.ROCQ_TARGETS) == Path(C.__file__).parent / "data" / "rocq_targets.jsonl"
+    assert C.resolve_source_path(C.ROCQ_TARGETS) == Path(C.__file__).parents[1] / "data" / "rocq_targets.jsonl"
     assert C.resolve_source_path(C.D3K_TARGETS) is None
     assert C.resolve_source_path(str(tmp_path / "x.json")) == tmp_path / "x.json"
     assert C.resolve_source_path("~/t.jsonl") == Path.home() / "t.jsonl"
@@ -426,8 +427,8 @@ def test_lean_repl_path_relative_to_the_project_is_found(lean_project, monkeypat
 
 def test_runnable_paper_config_has_no_problems(monkeypatch, lean_project):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    find_spec = C.importlib.util.find_spec
-    monkeypatch.setattr(C.importlib.util, "find_spec", lambda name: object() if name == "vllm" else find_spec(name))
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object() if name == "vllm" else find_spec(name))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     project, repl = lean_project
     cfg = compose_cfg("+experiment=no_guide", f"prover.lean.project_dir={project}",
@@ -438,8 +439,8 @@ def test_runnable_paper_config_has_no_problems(monkeypatch, lean_project):
 
 def test_missing_vllm_is_reported(monkeypatch, lean_project):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    find_spec = C.importlib.util.find_spec
-    monkeypatch.setattr(C.importlib.util, "find_spec", lambda name: None if name == "vllm" else find_spec(name))
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "vllm" else find_spec(name))
     project, repl = lean_project
     cfg = compose_cfg("+experiment=standard", f"prover.lean.project_dir={project}",
                       f"prover.lean.repl_command={repl}")

@@ -46,7 +46,7 @@ import huggingface_hub
 
 from lean_env.lean.checks import check_text, check_trusted_statement
 from lean_env.rocq.checks import RocqTextError, validate_header, validate_statement
-from sgs.state.benchmark_names import (
+from sgs.config.benchmark_names import (
     HUB_BENCHMARKS, JSONL_PREFIX, NAMED_BENCHMARKS, ROCQ_HELD_OUT, HubBenchmark, benchmark_problems, resolve_name)
 from sgs.config import PROOF_LANGUAGES, ROCQ_TARGETS, TargetsConfig, resolve_source_path
 from sgs.state.records import Target

@@ -5,8 +5,9 @@ Backends, chosen by name with :func:`build_engine` (``resources.engine_backend``
 Neither is imported here, so importing this package needs no vLLM.
 """
 
-from sgs.machinery.engines.actor import BACKENDS, EngineActor, EngineFailure, EngineGroup, EngineGroupStats, build_engine
+from sgs.machinery.engines.actor import BACKENDS, EngineActor, build_engine
 from sgs.machinery.engines.base import GenerationEngine, Sample, SamplingSettings
+from sgs.machinery.engines.group import EngineFailure, EngineGroup, EngineGroupStats
 
 __all__ = [
     "BACKENDS",

@@ -1,8 +1,9 @@
 """The benchmarks SGS knows by name, and what is wrong with a benchmark setting.
 
-Names only: nothing here reads a file or the network, so the config schema
-(:mod:`sgs.config`) can check ``evaluation.benchmark`` without importing the
-data loading of :mod:`sgs.state.benchmarks`.
+Names only: nothing here reads a file or the network, so config validation
+(:mod:`sgs.config.validation`) can check ``evaluation.benchmark`` without
+importing the data loading of :mod:`sgs.state.benchmarks`, which reads the
+benchmarks these names select.
 """
 
 from __future__ import annotations

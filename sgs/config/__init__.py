@@ -1,0 +1,98 @@
+"""The configuration of an SGS run: the typed schema, its validation, machine checks.
+
+The schema is a tree of dataclasses rooted at :class:`SGSConfig`.  It is
+registered with Hydra's ConfigStore as ``sgs_schema``; ``conf/config.yaml``
+puts that schema first in its defaults list, so every YAML file in ``conf/``
+is merged into (and type-checked against) these dataclasses.  Config groups:
+
+=============  ==========================================================
+group          options (``conf/<group>/<option>.yaml``)
+=============  ==========================================================
+``model``      ``tiny`` (built locally), ``deepseek_prover_v2_7b``
+``prover``     ``rocq`` (coqtop), ``lean`` (Lean 4 REPL)
+``resources``  ``local_cpu``, ``gpu_node`` (8 GPUs), ``cluster``
+``scale``      ``laptop``, ``paper`` (run length, token budgets, batch size)
+``logging``    ``default``
+``experiment`` the eight experiments of SPEC §1.5 (``+experiment=NAME``)
+=============  ==========================================================
+
+The dataclass defaults are the paper's values (App. C) for the ``standard``
+method; the group files choose model, prover, hardware and scale.
+
+Three modules, each importing only the one before it (and none of them any
+data loading):
+
+* :mod:`sgs.config.schema`: the dataclasses, every field documented where it
+  is declared, and the allowed values of the choice fields;
+* :mod:`sgs.config.validation`: :func:`validate` turns a composed
+  ``DictConfig`` into a typed :class:`SGSConfig`, or raises
+  :class:`ConfigError` listing every problem (value ranges, unknown choices,
+  fields that contradict each other), each message naming the key; benchmark
+  names are checked against :mod:`sgs.config.benchmark_names`;
+* :mod:`sgs.config.machine`: :func:`requirements_problems` checks that *this
+  machine* can run the config (GPU, prover binaries, data files) without
+  starting Ray; :func:`suggested_overrides` lists the command-line overrides
+  that would make a config runnable here.
+
+The package exports their public names, so callers write
+``from sgs.config import SGSConfig, validate``.
+"""
+
+from sgs.config.schema import (  # noqa: F401  (the package's public names)
+    BACKEND_LANGUAGE,
+    CONFIG_DIR,
+    CONFIG_NAME,
+    CONJECTURER_PROMPTS,
+    CONTAMINATION_MODES,
+    D3K_TARGETS,
+    DTYPES,
+    ENGINE_BACKENDS,
+    ENGINE_HEARTBEAT_INTERVAL_S,
+    HUB_SCHEME,
+    KNOWN_TARGET_LANGUAGES,
+    LEARNER_STRATEGIES,
+    LOSS_NORMALISATIONS,
+    OPTIMIZER_STATES,
+    PACKAGE_SCHEME,
+    PLACEMENT_STRATEGIES,
+    PROOF_LANGUAGES,
+    PROVER_BACKENDS,
+    REWARD_NORMALISATIONS,
+    ROCQ_TARGETS,
+    ROLES,
+    SCHEMA_NAME,
+    SOLVER_OBJECTIVES,
+    WANDB_MODES,
+    WARMSTART_MODES,
+    WEIGHT_TRANSFERS,
+    ConfigError,
+    EvaluationConfig,
+    LeanSettings,
+    LoggingConfig,
+    MethodConfig,
+    ModelConfig,
+    ProverConfig,
+    register_configs,
+    resolve_source_path,
+    ResourcesConfig,
+    RocqSettings,
+    RoleSampling,
+    SamplingConfig,
+    SGSConfig,
+    TargetsConfig,
+    TinyModelSettings,
+    TrainingConfig,
+    WarmstartConfig,
+)
+from sgs.config.validation import (  # noqa: F401  (the package's public names)
+    config_problems,
+    engines_sleep_during_training,
+    to_schema,
+    validate,
+    warmstart_enabled,
+    weight_transfer_backend,
+)
+from sgs.config.machine import (  # noqa: F401  (the package's public names)
+    requirements_problems,
+    suggested_overrides,
+)

@@ -1,0 +1,594 @@
+"""The schema of an SGS run's configuration: one dataclass per config group,
+rooted at :class:`SGSConfig`, with every field documented where it is declared.
+
+The dataclass defaults are the paper's values (App. C) for the ``standard``
+method; the group files in ``conf/`` choose model, prover, hardware and scale.
+The schema is registered with Hydra's ConfigStore as ``sgs_schema`` on import.
+It reads no data: target sources are strings here, resolved to paths by
+:func:`resolve_source_path` and loaded elsewhere (:mod:`sgs.state`).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+#: Directory holding ``config.yaml`` and the config groups (repository root ``conf/``).
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
+#: Name of the primary config inside :data:`CONFIG_DIR`.
+CONFIG_NAME = "config"
+#: Name under which :class:`SGSConfig` is stored in Hydra's ConfigStore.
+SCHEMA_NAME = "sgs_schema"
+
+# Allowed values of the string-valued choice fields.
+SOLVER_OBJECTIVES = ("reinforce_half", "reinforce", "cispo", "ei")
+CONJECTURER_PROMPTS = ("target_conditioned", "unconditioned")
+REWARD_NORMALISATIONS = ("reference", "paper")
+LOSS_NORMALISATIONS = ("token_mean", "sequence_mean")
+OPTIMIZER_STATES = ("reset", "persist")
+LEARNER_STRATEGIES = ("auto", "ddp", "deepspeed")
+DTYPES = ("float32", "bfloat16", "float16")
+PROVER_BACKENDS = ("lean", "rocq")
+PROOF_LANGUAGES = ("lean", "rocq")
+ENGINE_BACKENDS = ("transformers", "vllm")
+WEIGHT_TRANSFERS = ("checkpoint", "direct")
+WANDB_MODES = ("auto", "offline", "online", "disabled")
+WARMSTART_MODES = ("auto", "always", "never")
+ROLES = ("solver", "conjecturer", "guide")
+
+#: The proof language each prover backend checks.
+BACKEND_LANGUAGE = {"lean": "lean", "rocq": "rocq"}
+
+# Target sources are strings in one of three forms:
+#   pkg://<package>/<path>  a file shipped inside an installed Python package
+#   hf://<owner>/<name>     a data set repository on the Hugging Face hub
+#   anything else           a filesystem path (relative to the working directory)
+PACKAGE_SCHEME = "pkg://"
+HUB_SCHEME = "hf://"
+#: The paper's 3,323 Lean 4 + Mathlib targets (SPEC §1.1).
+D3K_TARGETS = "hf://LukeBailey181Pub/D_3k"
+#: The Rocq target set shipped with the package.
+ROCQ_TARGETS = "pkg://sgs/data/rocq_targets.jsonl"
+#: Target sources whose language is known without reading them.
+KNOWN_TARGET_LANGUAGES = {D3K_TARGETS: "lean", ROCQ_TARGETS: "rocq"}
+#: Seconds between heartbeats of an engine actor with work in flight.
+ENGINE_HEARTBEAT_INTERVAL_S = 5.0
+#: What a run does with conjectures that state a benchmark problem.
+CONTAMINATION_MODES = ("exclude", "flag")
+#: Ray placement group strategies.
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+
+class ConfigError(ValueError):
+    """A config that cannot run; ``problems`` holds one message per issue."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {problem}" for problem in self.problems)
+        super().__init__(f"invalid SGS config ({len(self.problems)} problem(s)):\n{lines}")
+
+
+# --------------------------------------------------------------------------
+# Schema
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class TargetsConfig:
+    """The target statements the run tries to prove."""
+
+    #: Where the targets come from: ``pkg://package/path`` (a file shipped in a
+    #: package), ``hf://owner/name`` (a hub data set) or a filesystem path.
+    #: Lean files are a JSON list or JSONL of records with ``id``, ``header``,
+    #: ``theorem``; Rocq files use the Rocq target format of ``sgs/data``.
+    #: Defaults to the prover's own target set (``prover.default_targets``).
+    source: str = "${prover.default_targets}"
+    #: Use only the first N targets of the source; null uses all of them.
+    limit: int | None = None
+    #: Fraction of the targets held out from training for evaluation, chosen
+    #: deterministically from the target ids; 0 holds out nothing.
+    held_out_fraction: float = 0.0
+    #: Target ids always held out for evaluation, on top of the fraction.
+    held_out_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MethodConfig:
+    """The algorithm: which roles play and how they learn (SPEC §1.2-§1.3).
+
+    The defaults are the ``standard`` SGS method; each experiment file in
+    ``conf/experiment/`` changes only the fields it needs.
+    """
+
+    #: Solver objective: ``reinforce_half`` (problems with 0 < s <= 0.5),
+    #: ``reinforce`` (all correct proofs), ``cispo`` (clipped importance
+    #: sampling over whole groups) or ``ei`` (expert iteration on stored proofs).
+    solver_objective: str = "reinforce_half"
+    #: Conjectures sampled per still-unsolved target each iteration (1 in the
+    #: paper); 0 runs the Solver alone with no Conjecturer and no Guide.
+    conjectures_per_target: int = 1
+    #: Conjecturer prompt: ``target_conditioned`` shows the unsolved target;
+    #: ``unconditioned`` asks for a moderately hard theorem from a random area.
+    conjecturer_prompt: str = "target_conditioned"
+    #: Update the Conjecturer's weights each iteration; false keeps it frozen.
+    train_conjecturer: bool = True
+    #: Score kept conjectures with the Guide: R = R_guide * (1 - s).  False
+    #: uses R = 1 - s.
+    use_guide: bool = True
+    #: Min-max normalisation of Conjecturer rewards: ``reference`` over the
+    #: kept set only (the released code), ``paper`` with the non-kept
+    #: conjectures in the batch at reward 0 (the paper's text).
+    reward_normalisation: str = "reference"
+    #: Loss normaliser: ``token_mean`` divides by all label tokens of the
+    #: global batch (the reference); ``sequence_mean`` averages per-sequence
+    #: token means (the paper's 1/|y|).
+    loss_normalisation: str = "token_mean"
+    #: k, the Solver samples per problem (targets and conjectures alike).
+    num_solver_samples: int = 8
+    #: Verified proofs stored per target; expert iteration samples only
+    #: targets that have fewer.
+    max_proofs_per_target: int = 16
+    #: Expert iteration trains on stored proofs found in this many most
+    #: recent iterations.
+    ei_replay_iterations: int = 3
+    #: Conjectures with 0 < s <= the solve rate at this quantile of the
+    #: conjectures with 0 < s < 1 are kept for Conjecturer training (p70).
+    conjecture_keep_quantile: float = 0.7
+    #: A generation longer than this fraction of its role's ``max_tokens``
+    #: gets the soft overlong penalty, down to -1 at ``max_tokens``.
+    overlong_fraction: float = 0.8
+    #: Give reward 0 to a Solver proof that uses the ``try`` tactic.
+    penalize_try: bool = True
+    #: Lower bound of CISPO's clipped token ratio pi/pi_old: 1 - eps_low, with
+    #: eps_low = 1 as in the paper.
+    cispo_ratio_min: float = 0.0
+    #: Upper bound of CISPO's clipped token ratio: 1 + eps_high, with
+    #: eps_high = 3 as in the paper.
+    cispo_ratio_max: float = 4.0
+    #: Targets per iteration; null is the full batch (every target).
+    batch_size: int | None = None
+
+
+@dataclass
+class RoleSampling:
+    """Sampling settings of one role's generation engine."""
+
+    #: Largest number of generated tokens per sample (prompt not included).
+    max_tokens: int = 8192
+    #: Softmax temperature; 0 is greedy decoding.
+    temperature: float = 1.0
+    #: Nucleus sampling mass; 1.0 disables top-p filtering.
+    top_p: float = 1.0
+
+
+@dataclass
+class SamplingConfig:
+    """Generation settings per role."""
+
+    #: The Solver: writes k proofs per problem.
+    solver: RoleSampling = field(default_factory=RoleSampling)
+    #: The Conjecturer: writes one statement per unsolved target.
+    conjecturer: RoleSampling = field(default_factory=RoleSampling)
+    #: The Guide: writes a review with three sub-scores.
+    guide: RoleSampling = field(default_factory=RoleSampling)
+    #: Log-probs of this many most likely tokens are kept per generated
+    #: position, for the token-entropy metric (SPEC §1.6); 0 keeps none.
+    entropy_top_logprobs: int = 10
+
+
+@dataclass
+class TrainingConfig:
+    """Optimiser and batching of the Solver and Conjecturer updates (App. C)."""
+
+    #: Constant learning rate of both trained roles.
+    learning_rate: float = 3e-6
+    #: Sequences per optimiser step, over all learner workers.
+    global_batch_size: int = 32
+    #: Sequences per forward/backward pass on one learner worker; gradient
+    #: accumulation makes up the rest of the global batch.
+    micro_batch_size: int = 1
+    #: Adam beta1.
+    adam_beta1: float = 0.9
+    #: Adam beta2.
+    adam_beta2: float = 0.95
+    #: Adam epsilon.
+    adam_epsilon: float = 1e-8
+    #: Decoupled weight decay; 0 is plain Adam.
+    weight_decay: float = 0.0
+    #: Gradients are clipped to this global L2 norm.
+    grad_clip_norm: float = 1.0
+    #: Passes over each iteration's training set.
+    epochs_per_iteration: int = 1
+    #: Longest training sequence (prompt plus generation), in tokens; longer
+    #: ones are truncated.
+    max_seq_len: int = 8192
+    #: ``reset`` builds a fresh optimizer every iteration (the reference);
+    #: ``persist`` carries the Adam state over to the next iteration.
+    optimizer_state: str = "reset"
+    #: Role checkpoints kept in the run directory (the newest ones).
+    keep_checkpoints: int = 2
+    #: Train in bf16 with fp32 master weights; null follows the model's dtype
+    #: (on for ``bfloat16`` models, off otherwise).
+    bf16: bool | None = None
+    #: Recompute activations in the backward pass to save memory.
+    gradient_checkpointing: bool = False
+    #: Data parallelism of the learner: ``deepspeed`` (DeepSpeed ZeRO stage 2:
+    #: gradients and Adam state partitioned over the learner workers, which a
+    #: 7B model on 80 GB GPUs needs), ``ddp`` (torch DDP: every worker holds
+    #: all of them) or ``auto``: deepspeed when the learner workers have GPUs,
+    #: ddp on CPU (where DeepSpeed only adds start-up time).  Same weights either way.
+    strategy: str = "auto"
+    #: After each update the engines' log-probs of a fixed probe sequence are
+    #: compared with the learner's; a mean gap per token (nats) above this
+    #: logs a warning: the engines may not serve the weights the learner
+    #: wrote (bf16 engines against an fp32 learner differ by ~1e-2).
+    probe_logprob_tolerance: float = 0.05
+
+
+@dataclass
+class TinyModelSettings:
+    """Architecture and tokenizer of the tiny Llama built by ``sgs.machinery.models.tiny``.
+
+    head_dim = hidden_size / num_attention_heads must be at least 32 for
+    vLLM's CPU attention kernels.
+    """
+
+    #: Target vocabulary of the byte-level BPE tokenizer, special tokens
+    #: included; a small corpus may yield fewer tokens.
+    vocab_size: int = 2048
+    #: Width of the residual stream.
+    hidden_size: int = 128
+    #: Width of the MLP's hidden layer.
+    intermediate_size: int = 256
+    #: Number of transformer blocks.
+    num_hidden_layers: int = 2
+    #: Query heads per attention layer.
+    num_attention_heads: int = 4
+    #: Key/value heads (grouped-query attention); must divide the query heads.
+    num_key_value_heads: int = 4
+    #: Longest sequence (prompt plus generation) the model accepts.  RoPE
+    #: positions have no weights, so a long context costs nothing; 16384 fits
+    #: the paper's 8192-token generations after a prompt.
+    max_position_embeddings: int = 16384
+    #: Base of the rotary position embedding.
+    rope_theta: float = 10000.0
+    #: A BPE merge is learned only from pairs seen at least this often.
+    min_token_frequency: int = 2
+
+
+@dataclass
+class ModelConfig:
+    """The base model all three roles start from."""
+
+    #: Short label for logs and run names.
+    name: str = MISSING
+    #: Hugging Face hub id or local directory of the base checkpoint; null
+    #: builds the tiny model from ``tiny`` (no download).
+    path: str | None = None
+    #: Tokenizer hub id or directory; null uses ``path``.
+    tokenizer_path: str | None = None
+    #: Weights of the Guide, e.g. a checkpoint fine-tuned for the review
+    #: format; null uses the base model.
+    guide_path: str | None = None
+    #: Weight dtype for generation and checkpoints.
+    dtype: str = "bfloat16"
+    #: The model is too large for CPU inference and training.
+    needs_gpu: bool = False
+    #: Builder settings when ``path`` is null.
+    tiny: TinyModelSettings | None = None
+    #: Factor on ``training.learning_rate`` for this model's self-play
+    #: updates.  The experiments give the paper's rates, which suit a 7B
+    #: model; a far smaller model needs far larger steps (the tiny model: 100).
+    learning_rate_scale: float = 1.0
+
+
+@dataclass
+class LeanSettings:
+    """How to start the Lean 4 REPL (leanprover-community/repl)."""
+
+    #: Command that starts one REPL process, run in ``project_dir``; the first
+    #: word must be an executable on PATH or a path (relative paths are
+    #: relative to ``project_dir``).
+    repl_command: str = "lake env repl"
+    #: Lean project (with Mathlib built) that the REPL runs in.
+    project_dir: str = MISSING
+
+
+@dataclass
+class RocqSettings:
+    """How to start the Rocq (Coq) checker."""
+
+    #: The ``coqtop`` executable: a name on PATH or a path.
+    coqtop: str = "coqtop"
+
+
+@dataclass
+class ProverConfig:
+    """The proof checker and the proof language (SPEC §3)."""
+
+    #: Checker process: ``lean`` (Lean 4 REPL) or ``rocq`` (coqtop).
+    backend: str = MISSING
+    #: Language of statements and proofs; selects prompt templates, output
+    #: parsers and the target format.  Must be the backend's language.
+    language: str = MISSING
+    #: Wall-clock limit for checking one proof, in seconds.
+    timeout: float = 200.0
+    #: Axioms a valid proof may depend on (Lean: ``#print axioms``); Rocq
+    #: proofs must be closed under the global context, so its list is empty.
+    allowed_axioms: list[str] = field(default_factory=list)
+    #: Share (0 to 1) of the ``valid`` verdicts re-checked through the
+    #: backend's independent audit path (Rocq: ``coqc`` + ``coqchk`` in a fresh
+    #: sandbox; Lean: ``lake env lean`` + ``#print axioms``).  A disagreement
+    #: withholds the proof's reward, is logged to
+    #: ``<run_dir>/audit_disagreements.jsonl`` and counted
+    #: (``verifier/audit_disagreements``).  The sample is fixed by the proof's
+    #: task id, so a resumed run audits the same proofs.
+    audit_fraction: float = 0.01
+    #: Target set used when ``targets.source`` is not given.
+    default_targets: str = MISSING
+    #: Warm-start corpus used when ``warmstart.corpus`` is not given; null
+    #: when the language ships none.
+    default_warmstart_corpus: str | None = None
+    #: Lean settings; required when ``backend`` is ``lean``.
+    lean: LeanSettings | None = None
+    #: Rocq settings; required when ``backend`` is ``rocq``.
+    rocq: RocqSettings | None = None
+
+
+@dataclass
+class ResourcesConfig:
+    """Hardware: the Ray cluster and how actors are placed on it (SPEC §2.2)."""
+
+    #: Ray cluster to join (``auto``, ``ray://host:10001``); null starts a
+    #: local cluster in the driver.
+    ray_address: str | None = None
+    #: CPUs the local cluster may use; null uses all of them.
+    num_cpus: int | None = None
+    #: GPUs the local cluster may use; null uses all of them.
+    num_gpus: int | None = None
+    #: Generation engine implementation: ``transformers`` or ``vllm``.
+    engine_backend: str = "transformers"
+    #: Generation engine actors serving the Solver.
+    solver_engines: int = 1
+    #: Generation engine actors serving the Conjecturer.
+    conjecturer_engines: int = 1
+    #: Generation engine actors serving the Guide.
+    guide_engines: int = 1
+    #: CPUs reserved per generation engine.
+    cpus_per_engine: float = 1.0
+    #: GPUs reserved per generation engine (fractions share a GPU); 0 runs
+    #: the engines on CPU.
+    gpus_per_engine: float = 0.0
+    #: Verifier actors in the pool, each driving one prover process.
+    verifier_workers: int = 2
+    #: CPUs reserved per verifier actor.
+    cpus_per_verifier: float = 1.0
+    #: Ray Train workers (data-parallel ranks) per training run.
+    learner_workers: int = 1
+    #: CPUs reserved per learner worker.
+    cpus_per_learner_worker: float = 1.0
+    #: GPUs per learner worker; 0 trains on CPU (DDP with gloo).
+    gpus_per_learner_worker: float = 0.0
+    #: Engines release accelerator memory during the training phases and
+    #: take the new weights when they wake (vLLM sleep mode); null: when the
+    #: engines have GPUs and load checkpoints (``weight_transfer``).  Without
+    #: sleep mode (CPUs) it changes nothing.
+    sleep_engines_during_training: bool | None = None
+    #: vLLM sleep level: 1 keeps the weights in host memory, 2 drops them
+    #: (they are reloaded from the new checkpoint on waking; less host memory).
+    engine_sleep_level: int = 1
+    #: An engine actor with work in flight that leaves its heartbeat (a
+    #: thread of its own, answered during generation) unanswered this long is
+    #: declared hung, killed and restarted, and its chunks are redone.
+    engine_heartbeat_timeout_s: float = 60.0
+    #: The same limit for a restarted engine's first answer, which comes once
+    #: it has loaded its model (a 7B model from disk takes minutes).
+    engine_restart_timeout_s: float = 900.0
+    #: One GPU node shared by engines and learner: the engines then reserve
+    #: no Ray GPU (the learner's ranks hold them all while training) and are
+    #: pinned round-robin to the node's GPUs through CUDA_VISIBLE_DEVICES;
+    #: they sleep during training so the learner has the memory.
+    #: ``gpus_per_engine`` must then be 0.
+    colocate_engines_with_learner: bool = False
+    #: How trained weights reach the running engines: ``checkpoint`` (each
+    #: engine reloads the learner's checkpoint in place) or ``direct`` (the
+    #: learner's rank 0 broadcasts them into the engines over a process group,
+    #: vLLM engines only: gloo for CPU engines, NCCL for GPU engines; not with
+    #: colocated or sleeping engines).  The checkpoint is written either way;
+    #: when a direct transfer fails, the role's engines are restarted on it.
+    #: Direct pays off where reading the checkpoint is slow (a network file
+    #: system, 7B weights over NVLink); on one machine the page cache makes
+    #: the reload faster (``benchmarks/weight_transfer.py``).
+    weight_transfer: str = "checkpoint"
+    #: How long a direct transfer waits for a peer (the rendezvous, each broadcast).
+    weight_transfer_timeout_s: float = 300.0
+    #: Strategy of each role's engine placement group: ``PACK`` (few nodes),
+    #: ``SPREAD`` (over the GPU nodes of a cluster), ``STRICT_PACK`` (one
+    #: node) or ``STRICT_SPREAD`` (one engine per node).
+    engine_placement: str = "PACK"
+    #: Strategy of the verifier pool's placement group (same choices).
+    verifier_placement: str = "PACK"
+    #: A custom Ray resource that marks the nodes verifier workers may use
+    #: (each worker asks for 0.001 of it); start CPU nodes with
+    #: ``ray start --resources='{"<name>": 1}'``.  Null: any node.
+    verifier_node_resource: str | None = None
+    #: Strategy of the learner's placement group (Ray Train's): ``STRICT_PACK``
+    #: keeps every data-parallel rank on one node (fast all-reduce).
+    learner_placement: str = "PACK"
+
+
+@dataclass
+class WarmstartConfig:
+    """Supervised fine-tuning of the base model before self-play (:mod:`sgs.sft`).
+
+    The base model is trained on a corpus of (prompt, completion) pairs for
+    the three roles (:mod:`sgs.state.warmstart`) through the same Ray Train learner
+    as the self-play updates, with the plain NLL objective (every weight 1).
+    The result is cached by corpus content, base model and these settings,
+    so only the first run pays for it.  The optimiser's betas, epsilon,
+    weight decay, clip norm and ``max_seq_len`` are those of ``training``.
+    """
+
+    #: ``auto`` warm-starts the locally built tiny model (``model.path``
+    #: null), which knows no output format until then, and leaves a given
+    #: checkpoint alone; ``always`` warm-starts any base model; ``never``
+    #: starts self-play from the base model as it is.
+    mode: str = "auto"
+    #: The corpus: ``pkg://package/path`` or a filesystem path, in the format
+    #: of :mod:`sgs.state.warmstart`.  Defaults to the prover's own corpus
+    #: (``prover.default_warmstart_corpus``); null means none, so ``auto``
+    #: skips the warm start.
+    corpus: str | None = "${prover.default_warmstart_corpus}"
+    #: The roles whose corpus lines are trained on; a Guide-only corpus run
+    #: (``[guide]``) is how the paper makes its Guide follow the review format.
+    roles: list[str] = field(default_factory=lambda: list(ROLES))
+    #: Passes over the corpus.
+    epochs: int = 1
+    #: Constant learning rate (as given: ``model.learning_rate_scale`` applies
+    #: to the self-play updates only).
+    learning_rate: float = 1e-5
+    #: Sequences per optimiser step, over all learner workers.
+    global_batch_size: int = 32
+    #: Sequences per forward/backward pass on one learner worker.
+    micro_batch_size: int = 1
+    #: Training targets the warm-up report samples (see :mod:`sgs.sft`), a
+    #: seeded subsample of the run's training targets; null samples all of them.
+    report_targets: int | None = None
+
+
+@dataclass
+class EvaluationConfig:
+    """Solver evaluation (:mod:`sgs.evaluate`): on the held-out targets at the
+    start and end of a run, and pass@k on a benchmark (``python -m sgs.evaluate``,
+    or every ``every`` iterations of a run)."""
+
+    #: Proofs sampled per held-out target for the run's start/end pass@k
+    #: (with the Solver's sampling settings); 0 skips that evaluation.
+    k: int = 8
+    #: The benchmark: ``minif2f-test`` or ``proofnet-test`` (Lean 4, from the
+    #: Hugging Face hub), ``rocq-held-out`` (the held-out Rocq targets),
+    #: ``jsonl:PATH`` or a path (problems ``{"id", "statement", "header"?}``);
+    #: see :mod:`sgs.state.benchmarks`.  Null is the prover's own: ``rocq-held-out``
+    #: for Rocq, ``minif2f-test`` for Lean.
+    benchmark: str | None = None
+    #: A local copy of a named benchmark's data (JSONL, JSON or Parquet, in
+    #: the hub's layout), for machines that cannot reach the hub; null
+    #: downloads it.
+    benchmark_file: str | None = None
+    #: Evaluate only the first N problems of the benchmark; null uses all.
+    limit: int | None = None
+    #: The k of each reported pass@k.
+    ks: list[int] = field(default_factory=lambda: [1, 8, 32])
+    #: n, the proofs sampled per problem; pass@k is the unbiased estimate
+    #: from n samples, so n must be at least the largest k.
+    samples_per_problem: int = 32
+    #: The Solver weights to evaluate: a Hugging Face checkpoint directory or
+    #: hub id.  Null evaluates the run's base model, warm-started as
+    #: ``python -m sgs`` would start it.
+    checkpoint: str | None = None
+    #: Where ``python -m sgs.evaluate`` writes ``problems.jsonl`` and ``summary.json``.
+    output_dir: str = "runs/evaluations/${now:%Y-%m-%d_%H-%M-%S}"
+    #: Coverage of the bootstrap confidence interval of each pass@k.
+    confidence: float = 0.95
+    #: Evaluate the Solver on the benchmark every N iterations of a run; 0 never does.
+    every: int = 0
+    #: Conjectures that state a benchmark problem (when ``benchmark`` is set
+    #: or ``every`` > 0), up to whitespace and bound-variable names:
+    #: ``exclude`` rejects them (reason ``matches_benchmark``: never attempted,
+    #: never trained on), ``flag`` lets them through; both count them
+    #: (``conjectures_matching_benchmark``).  Conjectures equal to a target,
+    #: held-out ones included, are always rejected.
+    contamination: str = "exclude"
+
+
+@dataclass
+class LoggingConfig:
+    """Where metrics go (SPEC §2.2, monitoring)."""
+
+    #: wandb mode: ``auto`` (online when a key is configured in
+    #: ``WANDB_API_KEY``, else offline), ``offline`` (local files only, to
+    #: ``wandb sync`` later), ``online`` or ``disabled``.
+    wandb_mode: str = "auto"
+    #: wandb project name.
+    wandb_project: str = "sgs"
+    #: wandb entity (team or user); null uses the account's default.
+    wandb_entity: str | None = None
+    #: Show a progress bar per phase on the driver.
+    progress_bars: bool = True
+
+
+@dataclass
+class SGSConfig:
+    """One SGS run."""
+
+    #: Directory of this run's state (config, records, checkpoints, metrics);
+    #: re-running with the same directory resumes.  In a multirun sweep each
+    #: job writes to ``<run_dir>/<job number>`` (see :func:`validate`).
+    run_dir: str = "runs/${now:%Y-%m-%d_%H-%M-%S}"
+    #: Number of iterations to run (counting ones finished before a resume).
+    iterations: int = 500
+    #: Seed for sampling, batching, data splits and the tiny model's weights.
+    seed: int = 0
+    #: Name of the experiment; set by each file in ``conf/experiment/``.
+    experiment: str = "standard"
+    #: The target statements.
+    targets: TargetsConfig = field(default_factory=TargetsConfig)
+    #: The algorithm.
+    method: MethodConfig = field(default_factory=MethodConfig)
+    #: Generation settings per role.
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    #: Optimiser and batching.
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    #: Supervised warm start of the base model before self-play.
+    warmstart: WarmstartConfig = field(default_factory=WarmstartConfig)
+    #: Held-out evaluation at the start and end of the run.
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    #: The base model (group ``model``).
+    model: ModelConfig = field(default_factory=ModelConfig)
+    #: The proof checker (group ``prover``).
+    prover: ProverConfig = field(default_factory=ProverConfig)
+    #: Hardware and actor placement (group ``resources``).
+    resources: ResourcesConfig = field(default_factory=ResourcesConfig)
+    #: Metrics output (group ``logging``).
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+
+
+def register_configs() -> None:
+    """Store :class:`SGSConfig` in Hydra's ConfigStore as ``sgs_schema``.
+
+    Called on import of this module; calling it again is harmless.
+    """
+    ConfigStore.instance().store(name=SCHEMA_NAME, node=SGSConfig)
+
+
+register_configs()
+
+
+# --------------------------------------------------------------------------
+# Target sources
+# --------------------------------------------------------------------------
+
+
+def resolve_source_path(source: str) -> Path | None:
+    """The local file behind a target source, or None for a hub source.
+
+    ``pkg://sgs/data/x.jsonl`` becomes the file ``data/x.jsonl`` inside the
+    installed ``sgs`` package; a plain string becomes a path (``~`` expanded).
+    The file need not exist.
+    """
+    if source.startswith(HUB_SCHEME):
+        return None
+    if source.startswith(PACKAGE_SCHEME):
+        package, _, relative = source[len(PACKAGE_SCHEME):].partition("/")
+        if not package or not relative:
+            raise ValueError(f"package source {source!r} must look like pkg://<package>/<path>")
+        try:
+            root = importlib.resources.files(package)
+        except ModuleNotFoundError as error:
+            raise ValueError(f"package source {source!r}: no package named {package!r}") from error
+        return Path(str(root.joinpath(relative)))
+    return Path(source).expanduser()

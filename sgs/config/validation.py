@@ -1,0 +1,510 @@
+"""Validation of an SGS config: every problem of a composed config at once.
+
+:func:`validate` turns a composed ``DictConfig`` into a typed
+:class:`~sgs.config.schema.SGSConfig`, or raises
+:class:`~sgs.config.schema.ConfigError` listing every problem (value ranges,
+unknown choices, fields that contradict each other), each message naming the
+key.  :func:`config_problems` returns the list without raising.  The settings
+derived from a valid config (:func:`weight_transfer_backend`,
+:func:`engines_sleep_during_training`, :func:`warmstart_enabled`) live here
+too, next to the checks that make them well defined.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from sgs.config.benchmark_names import benchmark_problems
+from sgs.config.schema import (
+    BACKEND_LANGUAGE,
+    CONJECTURER_PROMPTS,
+    CONTAMINATION_MODES,
+    DTYPES,
+    ENGINE_BACKENDS,
+    ENGINE_HEARTBEAT_INTERVAL_S,
+    HUB_SCHEME,
+    KNOWN_TARGET_LANGUAGES,
+    LEARNER_STRATEGIES,
+    LOSS_NORMALISATIONS,
+    OPTIMIZER_STATES,
+    PLACEMENT_STRATEGIES,
+    PROOF_LANGUAGES,
+    PROVER_BACKENDS,
+    REWARD_NORMALISATIONS,
+    ROLES,
+    SOLVER_OBJECTIVES,
+    WANDB_MODES,
+    WARMSTART_MODES,
+    WEIGHT_TRANSFERS,
+    ConfigError,
+    EvaluationConfig,
+    MethodConfig,
+    ModelConfig,
+    ProverConfig,
+    ResourcesConfig,
+    RoleSampling,
+    SamplingConfig,
+    SGSConfig,
+    TargetsConfig,
+    TrainingConfig,
+    WarmstartConfig,
+    resolve_source_path,
+)
+
+
+def _choice(problems: list[str], key: str, value: Any, choices: tuple) -> None:
+    if value not in choices:
+        problems.append(f"{key}={value!r} is not one of {', '.join(map(str, choices))}")
+
+
+def _at_least(problems: list[str], key: str, value: float | None, low: float) -> None:
+    if value is not None and value < low:
+        problems.append(f"{key}={value!r} must be at least {low}")
+
+
+def _fraction(problems: list[str], key: str, value: float) -> None:
+    """``value`` must lie in (0, 1]."""
+    if not 0.0 < value <= 1.0:
+        problems.append(f"{key}={value!r} must lie in (0, 1]")
+
+
+#: Extra advice for keys that are commonly left unset.
+_KEY_HINTS = {
+    "resources.ray_address": (
+        "resources=cluster joins an existing Ray cluster: set RAY_ADDRESS or give "
+        "resources.ray_address=auto or resources.ray_address=ray://HOST:10001"
+    ),
+}
+
+
+def _key_problem(key: str, problem: str) -> str:
+    hint = _KEY_HINTS.get(key)
+    return f"{key} {problem}" + (f"; {hint}" if hint else "")
+
+
+def to_schema(cfg: DictConfig) -> SGSConfig:
+    """Resolve a composed config into an :class:`SGSConfig` instance.
+
+    Raises :class:`ConfigError` naming the key of every mandatory value left
+    unset (``???``), or of a value that has the wrong type or cannot be
+    resolved.  Hydra's own ``hydra`` node, if present, is ignored.
+    """
+    if "hydra" in cfg:
+        cfg = OmegaConf.masked_copy(cfg, [key for key in cfg.keys() if key != "hydra"])
+    try:
+        missing = sorted(OmegaConf.missing_keys(cfg))
+        if missing:
+            raise ConfigError([_key_problem(key, "is required but was not given") for key in missing])
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(SGSConfig), cfg))
+    except OmegaConfBaseException as error:
+        key = getattr(error, "full_key", None) or "config"
+        reason = str(error).splitlines()[0]
+        raise ConfigError([_key_problem(key, f"is invalid: {reason}")]) from error
+
+
+def _check_method(problems: list[str], method: MethodConfig) -> None:
+    _choice(problems, "method.solver_objective", method.solver_objective, SOLVER_OBJECTIVES)
+    _choice(problems, "method.conjecturer_prompt", method.conjecturer_prompt, CONJECTURER_PROMPTS)
+    _choice(problems, "method.reward_normalisation", method.reward_normalisation, REWARD_NORMALISATIONS)
+    _choice(problems, "method.loss_normalisation", method.loss_normalisation, LOSS_NORMALISATIONS)
+    _at_least(problems, "method.conjectures_per_target", method.conjectures_per_target, 0)
+    _at_least(problems, "method.num_solver_samples", method.num_solver_samples, 1)
+    _at_least(problems, "method.max_proofs_per_target", method.max_proofs_per_target, 1)
+    _at_least(problems, "method.ei_replay_iterations", method.ei_replay_iterations, 1)
+    _at_least(problems, "method.batch_size", method.batch_size, 1)
+    # sgs.method.rewards.keep_threshold indexes the sorted rates at floor(q * n): q = 1 is past the end.
+    if not 0.0 < method.conjecture_keep_quantile < 1.0:
+        problems.append(f"method.conjecture_keep_quantile={method.conjecture_keep_quantile!r} must lie in (0, 1)")
+    # rewards.overlong_penalty needs room between the threshold and max_tokens.
+    if not 0.0 < method.overlong_fraction < 1.0:
+        problems.append(f"method.overlong_fraction={method.overlong_fraction!r} must lie strictly between 0 and 1")
+    _at_least(problems, "method.cispo_ratio_min", method.cispo_ratio_min, 0.0)
+    if not method.cispo_ratio_min <= 1.0 <= method.cispo_ratio_max:
+        problems.append(
+            f"method.cispo_ratio_min={method.cispo_ratio_min!r} and method.cispo_ratio_max="
+            f"{method.cispo_ratio_max!r} must bracket 1 (the ratio range is [1 - eps_low, 1 + eps_high])"
+        )
+    if method.conjectures_per_target == 0:
+        if method.train_conjecturer:
+            problems.append(
+                "method.train_conjecturer=true needs conjectures: method.conjectures_per_target is 0 "
+                "(a Solver-only run); set method.train_conjecturer=false"
+            )
+        if method.use_guide:
+            problems.append(
+                "method.use_guide=true needs conjectures to score: method.conjectures_per_target is 0 "
+                "(a Solver-only run); set method.use_guide=false"
+            )
+    elif method.use_guide and not method.train_conjecturer:
+        problems.append(
+            "method.use_guide=true with method.train_conjecturer=false: Guide scores only feed the "
+            "Conjecturer's reward, so a frozen Conjecturer needs no Guide; set method.use_guide=false"
+        )
+
+
+def _check_sampling(problems: list[str], sampling: SamplingConfig) -> None:
+    for role in ("solver", "conjecturer", "guide"):
+        settings: RoleSampling = getattr(sampling, role)
+        _at_least(problems, f"sampling.{role}.max_tokens", settings.max_tokens, 1)
+        _at_least(problems, f"sampling.{role}.temperature", settings.temperature, 0.0)
+        _fraction(problems, f"sampling.{role}.top_p", settings.top_p)
+    _at_least(problems, "sampling.entropy_top_logprobs", sampling.entropy_top_logprobs, 0)
+
+
+def _check_training(problems: list[str], training: TrainingConfig, cfg: SGSConfig) -> None:
+    if not training.learning_rate > 0:
+        problems.append(f"training.learning_rate={training.learning_rate!r} must be positive")
+    _at_least(problems, "training.global_batch_size", training.global_batch_size, 1)
+    _at_least(problems, "training.micro_batch_size", training.micro_batch_size, 1)
+    for key in ("adam_beta1", "adam_beta2"):
+        value = getattr(training, key)
+        if not 0.0 <= value < 1.0:
+            problems.append(f"training.{key}={value!r} must lie in [0, 1)")
+    if not training.adam_epsilon > 0:
+        problems.append(f"training.adam_epsilon={training.adam_epsilon!r} must be positive")
+    _at_least(problems, "training.weight_decay", training.weight_decay, 0.0)
+    if not training.grad_clip_norm > 0:
+        problems.append(f"training.grad_clip_norm={training.grad_clip_norm!r} must be positive")
+    _at_least(problems, "training.epochs_per_iteration", training.epochs_per_iteration, 1)
+    _at_least(problems, "training.max_seq_len", training.max_seq_len, 1)
+    _choice(problems, "training.optimizer_state", training.optimizer_state, OPTIMIZER_STATES)
+    _choice(problems, "training.strategy", training.strategy, LEARNER_STRATEGIES)
+    _at_least(problems, "training.keep_checkpoints", training.keep_checkpoints, 1)
+    if not training.probe_logprob_tolerance > 0:
+        problems.append(f"training.probe_logprob_tolerance={training.probe_logprob_tolerance!r} must be positive")
+
+    per_step = training.micro_batch_size * cfg.resources.learner_workers
+    if per_step >= 1 and training.global_batch_size >= 1 and training.global_batch_size % per_step:
+        problems.append(
+            f"training.global_batch_size={training.global_batch_size} must be a multiple of "
+            f"training.micro_batch_size * resources.learner_workers = {per_step}"
+        )
+    k = cfg.method.num_solver_samples
+    if cfg.method.solver_objective == "cispo" and k >= 1 and training.global_batch_size % k:
+        problems.append(
+            f"training.global_batch_size={training.global_batch_size} must be a multiple of "
+            f"method.num_solver_samples={k} for CISPO, whose batches hold whole groups"
+        )
+
+
+def _check_model(problems: list[str], model: ModelConfig, cfg: SGSConfig) -> None:
+    if not model.name:
+        problems.append("model.name must not be empty")
+    _choice(problems, "model.dtype", model.dtype, DTYPES)
+    if model.path is None and model.tiny is None:
+        problems.append("model.path is null and model.tiny is not set: give a checkpoint path or tiny-model settings")
+    if model.path is None and model.needs_gpu:
+        problems.append("model.needs_gpu=true but model.path is null: the locally built tiny model runs on CPU")
+    if not (model.learning_rate_scale > 0 and math.isfinite(model.learning_rate_scale)):
+        problems.append(f"model.learning_rate_scale={model.learning_rate_scale!r} must be positive and finite")
+    if model.dtype == "float16" and cfg.training.bf16:
+        problems.append("training.bf16=true contradicts model.dtype='float16'; use model.dtype=bfloat16 or float32")
+    tiny = model.tiny
+    if tiny is None:
+        return
+    for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                "num_key_value_heads", "min_token_frequency"):
+        _at_least(problems, f"model.tiny.{key}", getattr(tiny, key), 1)
+    if not tiny.rope_theta > 0:
+        problems.append(f"model.tiny.rope_theta={tiny.rope_theta!r} must be positive")
+    # The 256 byte symbols plus the 6 special tokens of sgs.machinery.models.tiny.
+    _at_least(problems, "model.tiny.vocab_size", tiny.vocab_size, 262)
+    if tiny.num_attention_heads >= 1 and tiny.num_key_value_heads >= 1:
+        if tiny.hidden_size % tiny.num_attention_heads:
+            problems.append(
+                f"model.tiny.hidden_size={tiny.hidden_size} must be divisible by "
+                f"model.tiny.num_attention_heads={tiny.num_attention_heads}"
+            )
+        elif tiny.hidden_size // tiny.num_attention_heads < 32:
+            problems.append(
+                f"model.tiny head_dim = hidden_size / num_attention_heads = "
+                f"{tiny.hidden_size // tiny.num_attention_heads} must be at least 32 (vLLM CPU attention)"
+            )
+        if tiny.num_attention_heads % tiny.num_key_value_heads:
+            problems.append(
+                f"model.tiny.num_key_value_heads={tiny.num_key_value_heads} must divide "
+                f"model.tiny.num_attention_heads={tiny.num_attention_heads}"
+            )
+    if model.path is None:
+        if tiny.max_position_embeddings < cfg.training.max_seq_len:
+            problems.append(
+                f"model.tiny.max_position_embeddings={tiny.max_position_embeddings} is shorter than "
+                f"training.max_seq_len={cfg.training.max_seq_len}"
+            )
+        for role in ("solver", "conjecturer", "guide"):
+            max_tokens = getattr(cfg.sampling, role).max_tokens
+            if tiny.max_position_embeddings <= max_tokens:
+                problems.append(
+                    f"model.tiny.max_position_embeddings={tiny.max_position_embeddings} leaves no room for a "
+                    f"prompt before sampling.{role}.max_tokens={max_tokens} generated tokens"
+                )
+
+
+def _check_prover(problems: list[str], prover: ProverConfig) -> None:
+    _choice(problems, "prover.backend", prover.backend, PROVER_BACKENDS)
+    _choice(problems, "prover.language", prover.language, PROOF_LANGUAGES)
+    expected = BACKEND_LANGUAGE.get(prover.backend)
+    if expected is not None and prover.language in PROOF_LANGUAGES and prover.language != expected:
+        problems.append(
+            f"prover.language={prover.language!r} cannot be checked by prover.backend={prover.backend!r}, "
+            f"which checks {expected}"
+        )
+    if not prover.timeout > 0:
+        problems.append(f"prover.timeout={prover.timeout!r} must be positive (seconds)")
+    if not 0 <= prover.audit_fraction <= 1:
+        problems.append(f"prover.audit_fraction={prover.audit_fraction!r} must be between 0 and 1")
+    if prover.backend == "lean" and prover.lean is None:
+        problems.append("prover.backend='lean' needs prover.lean settings (use prover=lean)")
+    if prover.backend == "rocq" and prover.rocq is None:
+        problems.append("prover.backend='rocq' needs prover.rocq settings (use prover=rocq)")
+
+
+def _check_targets(problems: list[str], targets: TargetsConfig, prover: ProverConfig) -> None:
+    if not targets.source:
+        problems.append("targets.source must not be empty")
+    else:
+        try:
+            resolve_source_path(targets.source)
+        except ValueError as error:
+            problems.append(f"targets.source: {error}")
+        language = KNOWN_TARGET_LANGUAGES.get(targets.source)
+        if language is not None and prover.language in PROOF_LANGUAGES and language != prover.language:
+            problems.append(
+                f"targets.source={targets.source!r} holds {language} statements but prover.language="
+                f"{prover.language!r}; use prover={language}, or leave targets.source unset to use the "
+                f"prover's own targets ({prover.default_targets})"
+            )
+    _at_least(problems, "targets.limit", targets.limit, 1)
+    if not 0.0 <= targets.held_out_fraction < 1.0:
+        problems.append(f"targets.held_out_fraction={targets.held_out_fraction!r} must lie in [0, 1)")
+
+
+def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSConfig) -> None:
+    _choice(problems, "resources.engine_backend", resources.engine_backend, ENGINE_BACKENDS)
+    if resources.ray_address is not None and not resources.ray_address.strip():
+        problems.append("resources.ray_address must not be empty; use null to start a local cluster")
+    _at_least(problems, "resources.num_cpus", resources.num_cpus, 1)
+    _at_least(problems, "resources.num_gpus", resources.num_gpus, 0)
+    _at_least(problems, "resources.solver_engines", resources.solver_engines, 1)
+    if cfg.method.conjectures_per_target > 0:
+        _at_least(problems, "resources.conjecturer_engines", resources.conjecturer_engines, 1)
+    if cfg.method.use_guide:
+        _at_least(problems, "resources.guide_engines", resources.guide_engines, 1)
+    _at_least(problems, "resources.verifier_workers", resources.verifier_workers, 1)
+    _at_least(problems, "resources.learner_workers", resources.learner_workers, 1)
+    for key in ("cpus_per_engine", "gpus_per_engine", "cpus_per_verifier",
+                "cpus_per_learner_worker", "gpus_per_learner_worker"):
+        _at_least(problems, f"resources.{key}", getattr(resources, key), 0.0)
+
+    _choice(problems, "resources.engine_sleep_level", resources.engine_sleep_level, (1, 2))
+    for key in ("engine_heartbeat_timeout_s", "engine_restart_timeout_s"):
+        if not getattr(resources, key) > ENGINE_HEARTBEAT_INTERVAL_S:
+            problems.append(f"resources.{key}={getattr(resources, key)!r} must exceed the heartbeat interval "
+                            f"({ENGINE_HEARTBEAT_INTERVAL_S:g} s)")
+    if resources.colocate_engines_with_learner and resources.gpus_per_engine > 0:
+        problems.append("resources.colocate_engines_with_learner=true pins engines to GPUs outside Ray's "
+                        "accounting (the learner holds the GPUs); set resources.gpus_per_engine=0")
+    _choice(problems, "resources.weight_transfer", resources.weight_transfer, WEIGHT_TRANSFERS)
+    if resources.weight_transfer == "direct":
+        if resources.engine_backend != "vllm":
+            problems.append("resources.weight_transfer=direct needs vLLM engines (resources.engine_backend=vllm); "
+                            "the transformers engines load checkpoints")
+        if resources.colocate_engines_with_learner:
+            problems.append("resources.weight_transfer=direct cannot reach engines colocated with the learner "
+                            "(NCCL needs a GPU per rank and the learner's rank 0 shares GPU 0); use checkpoint")
+        if resources.sleep_engines_during_training:
+            problems.append("resources.weight_transfer=direct sends weights while the engines would sleep; set "
+                            "resources.sleep_engines_during_training=false or weight_transfer=checkpoint")
+    if not resources.weight_transfer_timeout_s > 0:
+        problems.append(f"resources.weight_transfer_timeout_s={resources.weight_transfer_timeout_s!r} must be positive")
+    for key in ("engine_placement", "verifier_placement", "learner_placement"):
+        _choice(problems, f"resources.{key}", getattr(resources, key), PLACEMENT_STRATEGIES)
+
+    on_cpu = [f"resources.{key}=0" for key in ("gpus_per_engine", "gpus_per_learner_worker")
+              if getattr(resources, key) <= 0
+              and not (key == "gpus_per_engine" and resources.colocate_engines_with_learner)]
+    if cfg.model.needs_gpu and on_cpu:
+        problems.append(
+            f"model {cfg.model.name!r} needs a GPU but {' and '.join(on_cpu)} places it on CPU; "
+            f"use resources=gpu_node or resources=cluster, or a CPU model (model=tiny)"
+        )
+    if resources.num_gpus is not None:
+        engine_gpus = resources.gpus_per_engine * _active_engines(resources, cfg.method)
+        if engine_gpus > resources.num_gpus:
+            problems.append(
+                f"the generation engines need {engine_gpus:g} GPUs (resources.gpus_per_engine times the "
+                f"engines of the active roles) but resources.num_gpus={resources.num_gpus}"
+            )
+        learner_gpus = resources.gpus_per_learner_worker * resources.learner_workers
+        if learner_gpus > resources.num_gpus:
+            problems.append(
+                f"the learner needs {learner_gpus:g} GPUs (resources.gpus_per_learner_worker * "
+                f"resources.learner_workers) but resources.num_gpus={resources.num_gpus}"
+            )
+
+
+def _active_engines(resources: ResourcesConfig, method: MethodConfig) -> int:
+    """Engine actors of the roles this method uses."""
+    engines = resources.solver_engines
+    if method.conjectures_per_target > 0:
+        engines += resources.conjecturer_engines
+    if method.use_guide:
+        engines += resources.guide_engines
+    return engines
+
+
+def _engines_on_gpu(resources: ResourcesConfig) -> bool:
+    return resources.gpus_per_engine > 0 or resources.colocate_engines_with_learner
+
+
+def weight_transfer_backend(resources: ResourcesConfig) -> str | None:
+    """The transport trained weights take into the engines ("gloo" between
+    CPU processes, "nccl" between GPUs), or None: the engines load checkpoints."""
+    if resources.weight_transfer != "direct":
+        return None
+    return "nccl" if _engines_on_gpu(resources) else "gloo"
+
+
+def engines_sleep_during_training(resources: ResourcesConfig) -> bool:
+    """``resources.sleep_engines_during_training``, its default resolved: GPU
+    engines sleep unless the learner sends them weights directly."""
+    if resources.sleep_engines_during_training is not None:
+        return resources.sleep_engines_during_training
+    return _engines_on_gpu(resources) and weight_transfer_backend(resources) is None
+
+
+def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
+    """Every problem with a config's values, one message per problem.
+
+    Each message names the offending key(s).  An empty list means the config
+    is consistent (it does not mean this machine can run it: see
+    :func:`requirements_problems`).
+    """
+    if isinstance(cfg, DictConfig):
+        try:
+            cfg = to_schema(cfg)
+        except ConfigError as error:
+            return error.problems
+    problems: list[str] = []
+    if not cfg.run_dir:
+        problems.append("run_dir must not be empty")
+    _at_least(problems, "iterations", cfg.iterations, 1)
+    if not cfg.experiment:
+        problems.append("experiment must not be empty")
+    _check_targets(problems, cfg.targets, cfg.prover)
+    _check_method(problems, cfg.method)
+    _check_sampling(problems, cfg.sampling)
+    _check_training(problems, cfg.training, cfg)
+    _check_model(problems, cfg.model, cfg)
+    _check_prover(problems, cfg.prover)
+    _check_resources(problems, cfg.resources, cfg)
+    _check_warmstart(problems, cfg.warmstart, cfg)
+    _check_evaluation(problems, cfg.evaluation, cfg.prover)
+    _choice(problems, "logging.wandb_mode", cfg.logging.wandb_mode, WANDB_MODES)
+    return problems
+
+
+def _check_evaluation(problems: list[str], evaluation: EvaluationConfig, prover: ProverConfig) -> None:
+    _at_least(problems, "evaluation.k", evaluation.k, 0)
+    _choice(problems, "evaluation.contamination", evaluation.contamination, CONTAMINATION_MODES)
+    problems.extend(benchmark_problems(evaluation.benchmark, evaluation.benchmark_file, prover.language))
+    _at_least(problems, "evaluation.limit", evaluation.limit, 1)
+    bad_ks = [k for k in evaluation.ks if k < 1]
+    if not evaluation.ks or bad_ks:
+        problems.append(f"evaluation.ks={list(evaluation.ks)!r} must list at least one k, each at least 1")
+    elif len(set(evaluation.ks)) != len(evaluation.ks):
+        problems.append(f"evaluation.ks={list(evaluation.ks)!r} lists a k twice")
+    elif evaluation.samples_per_problem < max(evaluation.ks):
+        problems.append(
+            f"evaluation.samples_per_problem={evaluation.samples_per_problem} must be at least the largest k "
+            f"of evaluation.ks ({max(evaluation.ks)}): the unbiased pass@k needs n >= k samples per problem"
+        )
+    _at_least(problems, "evaluation.samples_per_problem", evaluation.samples_per_problem, 1)
+    if evaluation.checkpoint is not None and not evaluation.checkpoint.strip():
+        problems.append("evaluation.checkpoint must not be empty; use null for the run's base model")
+    if not evaluation.output_dir.strip():
+        problems.append("evaluation.output_dir must not be empty")
+    if not 0.0 < evaluation.confidence < 1.0:
+        problems.append(f"evaluation.confidence={evaluation.confidence!r} must lie strictly between 0 and 1")
+    _at_least(problems, "evaluation.every", evaluation.every, 0)
+
+
+def warmstart_enabled(cfg: SGSConfig) -> bool:
+    """Whether the run fine-tunes its base model on the warm-start corpus
+    first (``warmstart.mode``: ``always``, or ``auto`` for the tiny model
+    when there is a corpus)."""
+    ws = cfg.warmstart
+    if ws.mode == "always":
+        return True
+    return ws.mode == "auto" and cfg.model.path is None and ws.corpus is not None
+
+
+def _check_warmstart(problems: list[str], ws: WarmstartConfig, cfg: SGSConfig) -> None:
+    _choice(problems, "warmstart.mode", ws.mode, WARMSTART_MODES)
+    if ws.mode == "always" and ws.corpus is None:
+        problems.append(
+            f"warmstart.mode='always' needs a corpus, but warmstart.corpus is null (prover {cfg.prover.backend!r} "
+            "ships none); give warmstart.corpus=/path/to/corpus.jsonl or set warmstart.mode=never"
+        )
+    if ws.corpus is not None:
+        if not ws.corpus.strip():
+            problems.append("warmstart.corpus must not be empty; use null for no corpus")
+        elif ws.corpus.startswith(HUB_SCHEME):
+            problems.append(f"warmstart.corpus={ws.corpus!r}: the corpus must be a local file or a pkg:// path")
+        else:
+            try:
+                resolve_source_path(ws.corpus)
+            except ValueError as error:
+                problems.append(f"warmstart.corpus: {error}")
+    unknown = [role for role in ws.roles if role not in ROLES]
+    if unknown:
+        problems.append(f"warmstart.roles holds {', '.join(map(repr, unknown))}; roles are {', '.join(ROLES)}")
+    if not ws.roles or len(set(ws.roles)) != len(ws.roles):
+        problems.append(f"warmstart.roles={list(ws.roles)!r} must name at least one role, each once")
+    _at_least(problems, "warmstart.epochs", ws.epochs, 1)
+    if not ws.learning_rate > 0:
+        problems.append(f"warmstart.learning_rate={ws.learning_rate!r} must be positive")
+    _at_least(problems, "warmstart.global_batch_size", ws.global_batch_size, 1)
+    _at_least(problems, "warmstart.micro_batch_size", ws.micro_batch_size, 1)
+    per_step = ws.micro_batch_size * cfg.resources.learner_workers
+    if per_step >= 1 and ws.global_batch_size >= 1 and ws.global_batch_size % per_step:
+        problems.append(
+            f"warmstart.global_batch_size={ws.global_batch_size} must be a multiple of "
+            f"warmstart.micro_batch_size * resources.learner_workers = {per_step}"
+        )
+    _at_least(problems, "warmstart.report_targets", ws.report_targets, 1)
+
+
+def _hydra_job_dir() -> str | None:
+    """Output directory of the current Hydra multirun job, if there is one."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized():
+        return None
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode != RunMode.MULTIRUN or OmegaConf.is_missing(hydra_cfg.runtime, "output_dir"):
+        return None
+    return hydra_cfg.runtime.output_dir
+
+
+def validate(cfg: DictConfig | SGSConfig) -> SGSConfig:
+    """Check a composed config and return it as a typed :class:`SGSConfig`.
+
+    Raises :class:`ConfigError` listing every problem found by
+    :func:`config_problems`.  Inside a Hydra multirun job the returned
+    ``run_dir`` is that job's own directory (``<run_dir>/<job number>``,
+    Hydra's ``runtime.output_dir``), so the jobs of a sweep never share state.
+    """
+    problems = config_problems(cfg)
+    if problems:
+        raise ConfigError(problems)
+    typed = to_schema(cfg) if isinstance(cfg, DictConfig) else cfg
+    job_dir = _hydra_job_dir()
+    if job_dir is not None:
+        typed.run_dir = job_dir
+    return typed
