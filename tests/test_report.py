@@ -1,4 +1,4 @@
-"""The run report (sgs/analysis/report.py, command tools/report.py): what it reads from a run directory, the
+"""The run report (sgs/analysis/report/, command tools/report.py): what it reads from a run directory, the
 numbers each figure shows, and the page.
 
 The runs here are written through the real Store (its file layout, markers
@@ -19,24 +19,25 @@ from lean_env.verdict import Status, Verdict
 from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore, Target, prompt_digest
 from sgs.analysis.scaling import scaling_curve
 from sgs.state.store import Store
-from sgs.analysis.report import (
+from sgs.analysis.report.page import EXIT_NOT_A_RUN, main, report
+from sgs.analysis.report.runs import (
+    BENCHMARK_SUMMARY_FILE,
     HELD_OUT_FILE,
-    EXIT_NOT_A_RUN,
     BenchmarkEval,
     HeldOutEval,
     ReportError,
     benchmark_evals,
     find_run_dirs,
+    held_out_evals,
+    read_run,
+    run_labels,
+)
+from sgs.analysis.report.series import (
     guide_parse_failure_rate,
     guide_score_counts,
-    held_out_evals,
-    main,
     metric_group,
     metric_series,
-    read_run,
     rejection_counts,
-    report,
-    run_labels,
     solve_rate_curve,
     solve_rate_histogram,
     target_timeline,
@@ -221,7 +222,6 @@ def test_held_out_and_benchmark_results_are_read_by_policy_version():
 def test_the_held_out_file_name_is_the_one_the_run_writes():
     from sgs.analysis.evaluation import HELD_OUT_FILE as WRITTEN, SUMMARY_FILE
 
-    from sgs.analysis.report import BENCHMARK_SUMMARY_FILE
 
     assert (HELD_OUT_FILE, BENCHMARK_SUMMARY_FILE) == (WRITTEN, SUMMARY_FILE)
 

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from lean_env.verdict import Status, Verdict
 from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore, RecordError, Target, prompt_digest
 from sgs.state.solved import MAX_PROOFS
-from sgs.state.store import VERDICT_MESSAGES_CAP, Store, StoreError
+from sgs.state.phase_log import VERDICT_MESSAGES_CAP
+from sgs.state.store import Store, StoreError
 
 REPO = Path(__file__).resolve().parents[1]
 PHASES = ["conjecture", "prove", "review", "train_solver", "train_conjecturer", "record"]

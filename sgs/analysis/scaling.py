@@ -74,7 +74,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import OptimizeWarning, curve_fit
 from scipy.special import expit
 
-from sgs.state.store import METRICS_FILE
+from sgs.state.run_reader import METRICS_FILE
 
 #: Points below this many cumulative generations are left out of the fit (paper App. A).
 DEFAULT_MIN_GENERATIONS = 100_000

@@ -17,7 +17,7 @@ from sgs.machinery.runtime import sampling_settings
 from sgs.machinery.streaming import Request
 from sgs.method.roles import canonical_form, conjecture_name, extract_conjecture, rename_theorem
 from sgs.state.records import Completion, Conjecture, Target
-from sgs.state.store import PhaseLog
+from sgs.state.phase_log import PhaseLog
 from sgs.state.targets import batch_targets
 
 

@@ -20,7 +20,7 @@ from sgs.method.rewards import apply_overlong_penalty, solver_reward
 from sgs.method.roles import extract_proof
 from sgs.state.records import Attempt, Completion
 from sgs.state.sample_cache import SampleCache, sample_key
-from sgs.state.store import PhaseLog
+from sgs.state.phase_log import PhaseLog
 from sgs.state.targets import batch_targets
 
 

@@ -14,7 +14,7 @@ from sgs.machinery.streaming import Request
 from sgs.method.rewards import conjecturer_reward, conjecturer_weights, guide_batch_rewards, keep_conjectures
 from sgs.method.roles import extract_guide_scores
 from sgs.state.records import Conjecture, ConjectureScore
-from sgs.state.store import PhaseLog
+from sgs.state.phase_log import PhaseLog
 
 
 def review(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:

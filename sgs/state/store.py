@@ -1,5 +1,10 @@
-"""The run directory: everything a run records, kept so that a killed run
-resumes where it stopped with no verdict lost and no generation counted twice.
+"""The run directory's writer: :class:`Store`, held by the one process that
+drives a run, keeps everything the run records so that a killed run resumes
+where it stopped with no verdict lost and no generation counted twice.
+
+The reading rules live in :mod:`sgs.state.run_reader` (the store loads a run
+through it, strictly), the file primitives in :mod:`sgs.state.files`, a
+running phase's log in :mod:`sgs.state.phase_log`.
 
 Layout (``iter_0003`` is iteration 3; iterations count from 0)::
 
@@ -25,7 +30,7 @@ summary (record counts, the proofs the solved registry admitted).  Only phases
 with a marker count.  The generation counter, the solved registry and the
 readers are all derived from markers and finished logs, never from a partial
 log, so an unfinished phase contributes nothing until it commits, and then
-exactly once.
+exactly once.  (These are the rules of :class:`~sgs.state.run_reader.RunReader`.)
 
 Resuming an unfinished phase.  ``begin_phase`` on a phase that has a partial
 log (or a renamed log with no marker: killed between the two steps) drops a
@@ -50,37 +55,42 @@ import os
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from sgs.state.config_diff import config_diff, plain_config, show_value
+from sgs.state.files import StoreError, append_line, atomic_write, cut_torn_tail, fsync_dir, json_line, jsonl_rows
+from sgs.state.phase_log import PhaseLog
 from sgs.state.records import (
     RECORD_NAMES,
-    RECORD_TYPES,
     Attempt,
     Conjecture,
     ConjectureScore,
     Record,
     RecordError,
     Target,
-    check_fields,
     record_from_line,
     record_key,
-    record_to_line,
-    typed_field,
 )
-from sgs.state.solved import SolvedRegistry, StoredProof
+from sgs.state.run_reader import (
+    CONFIG_CHANGES_FILE,
+    CONFIG_FILE,
+    ITER_RE,
+    METRICS_FILE,
+    TARGETS_FILE,
+    PhaseMarker,
+    RunReader,
+    is_created_run,
+    iter_name,
+)
+from sgs.state.solved import SolvedRegistry
 
 log = logging.getLogger(__name__)
 
-CONFIG_FILE = "config.yaml"
-CONFIG_CHANGES_FILE = "config_changes.jsonl"
-TARGETS_FILE = "targets.jsonl"
-METRICS_FILE = "metrics.jsonl"
 LOCK_FILE = ".lock"
 BEST_FILE = "best"
 
@@ -125,87 +135,11 @@ REQUIRED_METRICS = (
     "system_error_rate",
 )
 
-# Prover messages kept per verdict (characters, all messages together): enough
-# to read the first errors, bounded so a runaway error dump cannot bloat a log.
-VERDICT_MESSAGES_CAP = 4000
-
 _NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
-_ITER_RE = re.compile(r"iter_(\d+)")
-
-
-class StoreError(Exception):
-    """The run directory is damaged, inconsistent, in use, or incompatible
-    with what the caller asked for."""
 
 
 # ---------------------------------------------------------------------------
-# File primitives
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that readers see the old file or the
-    new one, never a mix, even if the process is killed."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _append_line(path: Path, obj: Any) -> None:
-    """Append one JSON line and fsync (for the small, rare history files)."""
-    line = _json_line(obj)  # fails on unserialisable values before the file is touched
-    with open(path, "ab") as f:
-        f.write(line)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _json_line(obj: Any) -> bytes:
-    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-
-
-def _jsonl_rows(path: Path, *, repair_torn_tail: bool) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line number, parsed object)`` for each line of a JSONL file.
-
-    A last line without its newline is what a writer killed mid-write leaves.
-    With ``repair_torn_tail`` it is cut off (with a warning) so the file can be
-    appended to again; otherwise it means the file is damaged.  Any other
-    unparsable line is damage and raises, naming the file and line.
-    """
-    good_end = 0
-    torn = None
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if not raw.endswith(b"\n"):
-                torn = lineno, len(raw)
-                break
-            try:
-                obj = json.loads(raw)
-            except ValueError as e:
-                raise StoreError(f"{path}:{lineno}: not valid JSON ({e})") from None
-            good_end += len(raw)
-            yield lineno, obj
-    if torn is not None:
-        lineno, size = torn
-        if not repair_torn_tail:
-            raise StoreError(f"{path}:{lineno}: incomplete last line ({size} bytes, no newline); the file is damaged")
-        log.warning("%s:%d: dropping an incomplete last line (%d bytes) left by a killed writer", path, lineno, size)
-        os.truncate(path, good_end)
-
-
-def _iter_name(iteration: int) -> str:
-    return f"iter_{iteration:04d}"
+# Argument checks
 
 
 def _check_name(kind: str, name: str) -> None:
@@ -223,198 +157,6 @@ def _now() -> str:
 
 
 # ---------------------------------------------------------------------------
-# Config comparison
-
-
-def _plain(config: Mapping[str, Any]) -> dict:
-    """The config as plain JSON data (tuples become lists), or a clear error."""
-    try:
-        plain = json.loads(json.dumps(config))
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"config must be plain data (dicts, lists, numbers, strings): {e}") from None
-    if not isinstance(plain, dict):
-        raise ValueError(f"config must be a mapping, got {type(config).__name__}")
-    return plain
-
-
-def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
-    flat = {}
-    for key, value in d.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            flat.update(_flatten(value, path + "."))
-        else:
-            flat[path] = value
-    return flat
-
-
-_ABSENT = object()
-
-
-def _config_diff(old: dict, new: dict) -> dict[str, tuple[Any, Any]]:
-    """``{dotted key: (old value, new value)}`` for every key that differs."""
-    a, b = _flatten(old), _flatten(new)
-    diff = {}
-    for key in sorted(a.keys() | b.keys()):
-        va, vb = a.get(key, _ABSENT), b.get(key, _ABSENT)
-        # Compare canonical JSON text: NaN then equals NaN, and dict key order does not matter.
-        if va is _ABSENT or vb is _ABSENT or json.dumps(va, sort_keys=True) != json.dumps(vb, sort_keys=True):
-            diff[key] = (va, vb)
-    return diff
-
-
-def _show(value: Any) -> str:
-    text = "<absent>" if value is _ABSENT else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def cap_messages(messages: Sequence[str], cap: int = VERDICT_MESSAGES_CAP) -> list[str]:
-    """Keep messages in order until ``cap`` characters; cut the one that
-    crosses it and say how much was dropped."""
-    kept, left = [], cap
-    for i, message in enumerate(messages):
-        if len(message) > left:
-            dropped = sum(len(m) for m in messages[i:]) - left
-            kept.append(message[:left] + f" ... [{dropped} characters cut by the store]")
-            break
-        kept.append(message)
-        left -= len(message)
-    return kept
-
-
-# ---------------------------------------------------------------------------
-# Phase markers
-
-
-@dataclass(frozen=True)
-class _Marker:
-    """The commit record of one finished phase (``phase_<name>.done``)."""
-
-    iteration: int
-    """The iteration the phase belongs to."""
-    phase: str
-    """The phase name the loop used."""
-    seq: int
-    """Position of this commit among all commits of the run (0, 1, 2, ...)."""
-    finished_at: str
-    """UTC time of the commit, ISO 8601 (for people; nothing depends on it)."""
-    records: dict[str, int]
-    """Records per type in the phase's log; empty when the phase kept no log."""
-    new_proofs: list[StoredProof]
-    """The verified target proofs the solved registry admitted at this commit."""
-
-    @property
-    def generations(self) -> int:
-        # One Attempt per Solver sample, one Conjecture per Conjecturer sample.
-        return self.records.get("attempt", 0) + self.records.get("conjecture", 0)
-
-    def to_json(self) -> dict:
-        return {
-            "iteration": self.iteration,
-            "phase": self.phase,
-            "seq": self.seq,
-            "finished_at": self.finished_at,
-            "records": self.records,
-            "new_proofs": [p.to_json() for p in self.new_proofs],
-        }
-
-    @classmethod
-    def from_json(cls, d: Any) -> "_Marker":
-        check_fields(d, cls)
-        records = typed_field(d, "records", dict)
-        if not all(k in RECORD_TYPES and type(v) is int and v >= 0 for k, v in records.items()):
-            raise RecordError(f"field 'records': expected counts per record type {sorted(RECORD_TYPES)}")
-        new_proofs = typed_field(d, "new_proofs", list)
-        return cls(
-            iteration=typed_field(d, "iteration", int),
-            phase=typed_field(d, "phase", str),
-            seq=typed_field(d, "seq", int),
-            finished_at=typed_field(d, "finished_at", str),
-            records=records,
-            new_proofs=[StoredProof.from_json(p) for p in new_proofs],
-        )
-
-
-# ---------------------------------------------------------------------------
-# Phase log
-
-
-class PhaseLog:
-    """The streaming record log of one running phase (``Store.begin_phase``).
-
-    Records are appended and flushed one by one; they count only once the
-    store's ``mark_done`` commits the phase.  One writer: append from one thread.
-    """
-
-    def __init__(self, path: Path, iteration: int, phase: str, targets: Mapping[str, Target], recovered: list[Record]):
-        self.path = path
-        self.iteration = iteration
-        self.phase = phase
-        self.recovered = recovered
-        """Complete records that an earlier, killed run of this phase wrote.
-        They are part of this log already: skip their work, do not rewrite them."""
-        self._targets = targets
-        self._ids: dict[str, set[str]] = {name: set() for name in RECORD_TYPES}
-        self._target_proofs: list[StoredProof] = []
-        for record in recovered:
-            self._register(record)
-        self._file = open(path, "ab")
-
-    def append(self, record: Record) -> None:
-        """Append one record and flush it to the operating system (it survives
-        a killed process; ``mark_done`` fsyncs the file for power loss)."""
-        self._check(record)
-        if isinstance(record, Attempt) and record.verdict is not None:
-            record = replace(record, verdict=replace(record.verdict, messages=cap_messages(record.verdict.messages)))
-        self._file.write(_json_line(record_to_line(record)))
-        self._file.flush()
-        self._register(record)
-
-    def ids(self, record_type: str) -> frozenset[str]:
-        """Ids of the records of ``record_type`` (``attempt``, ``conjecture``,
-        ``conjecture_score``) this log holds, recovered ones included."""
-        return frozenset(self._ids[record_type])
-
-    def counts(self) -> dict[str, int]:
-        """Records per type in this log, recovered ones included."""
-        return {name: len(ids) for name, ids in self._ids.items()}
-
-    def verified_target_proofs(self) -> list[StoredProof]:
-        """The proofs of this log's verified attempts on targets, in log order."""
-        return list(self._target_proofs)
-
-    def _check(self, record: Record) -> None:
-        """Raise ValueError if ``record`` cannot go into this log."""
-        if type(record) not in RECORD_NAMES:
-            raise ValueError(f"cannot store a {type(record).__name__}; expected one of {sorted(RECORD_TYPES)}")
-        if isinstance(record, (Attempt, Conjecture)) and record.iteration != self.iteration:
-            raise ValueError(f"{type(record).__name__} {record.id!r} is from iteration {record.iteration}, "
-                             f"this is the log of iteration {self.iteration}")
-        if isinstance(record, Attempt) and record.problem_kind == "target" and record.problem_id not in self._targets:
-            raise ValueError(f"attempt {record.id!r} is on unknown target {record.problem_id!r}")
-        if isinstance(record, Conjecture) and record.target_id not in self._targets:
-            raise ValueError(f"conjecture {record.id!r} has unknown parent target {record.target_id!r}")
-        name, key = RECORD_NAMES[type(record)], record_key(record)
-        if key in self._ids[name]:
-            raise ValueError(f"{self.path} already holds {name} {key!r} "
-                             "(a resumed phase must skip the work in PhaseLog.recovered)")
-
-    def _register(self, record: Record) -> None:
-        self._ids[RECORD_NAMES[type(record)]].add(record_key(record))
-        if isinstance(record, Attempt) and record.problem_kind == "target" and record.verified:
-            self._target_proofs.append(StoredProof(
-                target_id=record.problem_id, iteration=record.iteration, attempt_id=record.id, proof=record.proof,
-                reward=record.reward))
-
-    def close(self) -> None:
-        """Flush, fsync and close the file.  This does not commit the phase."""
-        if not self._file.closed:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
-
-
-# ---------------------------------------------------------------------------
 # The store
 
 
@@ -426,32 +168,28 @@ class Store:
     """
 
     def __init__(self, run_dir: Path, lock_fd: int, targets: list[Target], config: dict,
-                 markers: list[_Marker], metrics: list[dict]):
+                 markers: list[PhaseMarker], metrics: list[dict], solved_registry: SolvedRegistry):
         self.run_dir = run_dir
         self.targets = targets
         """Every target of the run, in their original order (held-out ones included)."""
         self.config = config
         """The config this session runs with (the original one plus accepted changes)."""
-        self.solved_registry = SolvedRegistry(targets)
+        self.solved_registry = solved_registry
         """Solved targets and their stored proofs, as of the finished phases."""
         self._lock_fd = lock_fd
+        self._reader = RunReader(run_dir, strict=True)
         self._targets_by_id = {t.id: t for t in targets}
-        self._markers: list[_Marker] = []
-        self._done: set[tuple[int, str]] = set()
+        self._markers = list(markers)
+        self._done = {(m.iteration, m.phase) for m in markers}
         self._open_logs: dict[tuple[int, str], PhaseLog] = {}
         self._metrics = metrics
-        for marker in sorted(markers, key=lambda m: m.seq):
-            try:
-                self._commit(marker)
-            except ValueError as e:
-                raise StoreError(f"{self._marker_path(marker.iteration, marker.phase)}: {e}") from None
 
     # -- opening -----------------------------------------------------------
 
     @staticmethod
     def is_run_dir(run_dir: str | os.PathLike) -> bool:
         """Whether ``run_dir`` holds a created run (so ``open`` would resume it)."""
-        return (Path(run_dir) / CONFIG_FILE).is_file()
+        return is_created_run(run_dir)
 
     @classmethod
     def open(cls, run_dir: str | os.PathLike, targets: Sequence[Target] | None, config: Mapping[str, Any],
@@ -469,7 +207,7 @@ class Store:
         run_dir.mkdir(parents=True, exist_ok=True)
         lock_fd = _lock(run_dir)
         try:
-            config = _plain(config)
+            config = plain_config(config)
             if cls.is_run_dir(run_dir):
                 return cls._resume(run_dir, lock_fd, targets, config, allow_changes)
             return cls._create(run_dir, lock_fd, targets, config)
@@ -489,41 +227,40 @@ class Store:
         repeated = sorted(i for i, n in Counter(t.id for t in targets).items() if n > 1)
         if repeated:
             raise ValueError(f"target ids must be unique; repeated: {repeated[:10]}")
-        _atomic_write(run_dir / TARGETS_FILE, b"".join(_json_line(t.to_json()) for t in targets))
+        atomic_write(run_dir / TARGETS_FILE, b"".join(json_line(t.to_json()) for t in targets))
         # config.yaml goes last: its presence is what makes the directory a run.
-        _atomic_write(run_dir / CONFIG_FILE, yaml.safe_dump(config, sort_keys=True, allow_unicode=True).encode("utf-8"))
-        return cls(run_dir, lock_fd, targets, config, markers=[], metrics=[])
+        atomic_write(run_dir / CONFIG_FILE, yaml.safe_dump(config, sort_keys=True, allow_unicode=True).encode("utf-8"))
+        return cls(run_dir, lock_fd, targets, config, markers=[], metrics=[], solved_registry=SolvedRegistry(targets))
 
     @classmethod
     def _resume(cls, run_dir: Path, lock_fd: int, targets: Sequence[Target] | None, config: dict,
                 allow_changes: bool) -> "Store":
-        run_config = _load_run_config(run_dir)
-        diff = _config_diff(run_config, config)
+        reader = RunReader(run_dir, strict=True)
+        _cut_torn_tail(run_dir / CONFIG_CHANGES_FILE)
+        run_config = reader.config()
+        diff = config_diff(run_config, config)
         refused = [k for k in diff if not any(fnmatch.fnmatchcase(k, p) for p in RESUMABLE_CONFIG_KEYS)]
         if refused and not allow_changes:
-            lines = "\n".join(f"  {k}: {_show(diff[k][0])} -> {_show(diff[k][1])}" for k in refused)
+            lines = "\n".join(f"  {k}: {show_value(diff[k][0])} -> {show_value(diff[k][1])}" for k in refused)
             raise StoreError(
                 f"the config differs from the one run {run_dir} was started with:\n{lines}\n"
                 f"Keys that may change on resume: {', '.join(RESUMABLE_CONFIG_KEYS)}. "
                 "Pass allow_changes=True to resume with this config anyway."
             )
 
-        targets_path = run_dir / TARGETS_FILE
-        stored_targets = [_parse(targets_path, lineno, Target.from_json, obj)
-                          for lineno, obj in _jsonl_rows(targets_path, repair_torn_tail=False)]
+        stored_targets = reader.targets()
         if targets is not None and list(targets) != stored_targets:
             raise StoreError(_targets_mismatch(run_dir, stored_targets, list(targets)))
 
-        markers = [_load_marker(path) for path in sorted(run_dir.glob("iter_*/phase_*.done"))]
-        seqs = sorted(m.seq for m in markers)
-        if seqs != list(range(len(seqs))):
-            raise StoreError(f"{run_dir}: phase markers have inconsistent sequence numbers {seqs}")
-        store = cls(run_dir, lock_fd, stored_targets, config, markers, _load_metrics(run_dir / METRICS_FILE))
+        markers = reader.markers()
+        registry = reader.solved_registry(stored_targets, markers)
+        _cut_torn_tail(run_dir / METRICS_FILE)
+        store = cls(run_dir, lock_fd, stored_targets, config, markers, reader.metrics(), registry)
 
         # Only now that the run has loaded cleanly is the new config part of its history.
         if diff:
-            _append_line(run_dir / CONFIG_CHANGES_FILE,
-                         {"changed_at": _now(), "changed": sorted(diff), "forced": bool(refused), "config": config})
+            append_line(run_dir / CONFIG_CHANGES_FILE,
+                        {"changed_at": _now(), "changed": sorted(diff), "forced": bool(refused), "config": config})
             log.warning("resuming %s with changed config keys: %s", run_dir, ", ".join(sorted(diff)))
         return store
 
@@ -600,7 +337,7 @@ class Store:
             if partial.exists():
                 raise StoreError(f"both {partial} and {final} exist; remove the one that is not wanted")
             os.replace(final, partial)
-            _fsync_dir(directory)
+            fsync_dir(directory)
         recovered = self._recover(partial, iteration) if partial.exists() else []
         if recovered:
             log.warning("%s: resuming phase %r of iteration %d with %d records from an interrupted run",
@@ -627,9 +364,9 @@ class Store:
         else:
             phase_log.close()
             os.replace(partial, final)
-            _fsync_dir(directory)
+            fsync_dir(directory)
             counts, candidates = phase_log.counts(), phase_log.verified_target_proofs()
-        marker = _Marker(
+        marker = PhaseMarker(
             iteration=iteration,
             phase=phase,
             seq=len(self._markers),
@@ -637,10 +374,8 @@ class Store:
             records=counts,
             new_proofs=self.solved_registry.admissible(candidates),
         )
-        _atomic_write(self._marker_path(iteration, phase), json.dumps(marker.to_json(), ensure_ascii=False).encode("utf-8"))
-        self._commit(marker)
-
-    def _commit(self, marker: _Marker) -> None:
+        atomic_write(self._reader.marker_path(iteration, phase),
+                     json.dumps(marker.to_json(), ensure_ascii=False).encode("utf-8"))
         self._markers.append(marker)
         self._done.add((marker.iteration, marker.phase))
         self.solved_registry.add(marker.new_proofs)
@@ -653,9 +388,13 @@ class Store:
             raise StoreError(f"iteration {iteration} is behind iteration {last}, which already has finished phases")
 
     def _recover(self, path: Path, iteration: int) -> list[Record]:
+        _cut_torn_tail(path)
         records, seen = [], set()
-        for lineno, obj in _jsonl_rows(path, repair_torn_tail=True):
-            record = _parse(path, lineno, record_from_line, obj)
+        for lineno, obj in jsonl_rows(path, self._reader.problems):
+            try:
+                record = record_from_line(obj)
+            except RecordError as e:
+                raise StoreError(f"{path}:{lineno}: {e}") from None
             key = (type(record), record_key(record))
             if key in seen:
                 raise StoreError(f"{path}:{lineno}: a second {RECORD_NAMES[type(record)]} with id {key[1]!r}")
@@ -690,19 +429,8 @@ class Store:
         out = []
         for marker in self._markers:
             if marker.iteration == iteration and marker.records.get(name):
-                out.extend(r for r in self._read_log(marker) if isinstance(r, cls))
+                out.extend(r for r in self._reader.records(marker) if isinstance(r, cls))
         return out
-
-    def _read_log(self, marker: _Marker) -> list[Record]:
-        path = self._log_paths(marker.iteration, marker.phase)[1]
-        if not path.exists():
-            raise StoreError(f"{path} is missing but {self._marker_path(marker.iteration, marker.phase)} says it holds records")
-        records = [_parse(path, lineno, record_from_line, obj)
-                   for lineno, obj in _jsonl_rows(path, repair_torn_tail=False)]
-        counts = {name: sum(isinstance(r, cls) for r in records) for name, cls in RECORD_TYPES.items()}
-        if any(counts[name] != marker.records.get(name, 0) for name in RECORD_TYPES):
-            raise StoreError(f"{path}: holds {counts} records but its marker recorded {marker.records}; the log is damaged")
-        return records
 
     # -- metrics -----------------------------------------------------------
 
@@ -725,7 +453,7 @@ class Store:
         if self._metrics and iteration < self._metrics[-1]["iteration"]:
             raise ValueError(f"metrics for iteration {iteration} come after iteration {self._metrics[-1]['iteration']}")
         line = dict(metrics)
-        _append_line(self.run_dir / METRICS_FILE, line)
+        append_line(self.run_dir / METRICS_FILE, line)
         self._metrics.append(line)
 
     def metrics(self) -> list[dict]:
@@ -745,7 +473,7 @@ class Store:
         Whether it is complete is told by the phase that wrote it being done."""
         _check_name("role", role)
         _check_iteration(iteration)
-        return self.run_dir / "checkpoints" / role / _iter_name(iteration)
+        return self.run_dir / "checkpoints" / role / iter_name(iteration)
 
     def checkpoint_iterations(self, role: str) -> list[int]:
         """Iterations that have a checkpoint directory for ``role``, ascending."""
@@ -753,13 +481,13 @@ class Store:
         root = self.run_dir / "checkpoints" / role
         if not root.is_dir():
             return []
-        return sorted(int(m.group(1)) for p in root.iterdir() if p.is_dir() and (m := _ITER_RE.fullmatch(p.name)))
+        return sorted(int(m.group(1)) for p in root.iterdir() if p.is_dir() and (m := ITER_RE.fullmatch(p.name)))
 
     def set_best_checkpoint(self, role: str, iteration: int) -> None:
         path = self.checkpoint_dir(role, iteration)
         if not path.is_dir():
             raise StoreError(f"cannot flag {path} as best: it does not exist")
-        _atomic_write(path.parent / BEST_FILE, (path.name + "\n").encode())
+        atomic_write(path.parent / BEST_FILE, (path.name + "\n").encode())
 
     def best_checkpoint(self, role: str) -> int | None:
         """The iteration whose checkpoint is flagged best for ``role``, if any."""
@@ -768,7 +496,7 @@ class Store:
         if not pointer.exists():
             return None
         text = pointer.read_text().strip()
-        m = _ITER_RE.fullmatch(text)
+        m = ITER_RE.fullmatch(text)
         if m is None:
             raise StoreError(f"{pointer}: expected a checkpoint name like 'iter_0003', got {text!r}")
         return int(m.group(1))
@@ -799,18 +527,22 @@ class Store:
         return max((m.iteration for m in self._markers), default=None)
 
     def _iteration_dir(self, iteration: int) -> Path:
-        return self.run_dir / _iter_name(iteration)
+        return self.run_dir / iter_name(iteration)
 
     def _log_paths(self, iteration: int, phase: str) -> tuple[Path, Path]:
-        directory = self._iteration_dir(iteration)
-        return directory / f"{phase}.partial.jsonl", directory / f"{phase}.jsonl"
-
-    def _marker_path(self, iteration: int, phase: str) -> Path:
-        return self._iteration_dir(iteration) / f"phase_{phase}.done"
+        """The running phase's partial log and the name it gets when the phase finishes."""
+        final = self._reader.log_path(iteration, phase)
+        return final.with_name(f"{phase}.partial.jsonl"), final
 
 
 # ---------------------------------------------------------------------------
-# Loading helpers
+# Opening helpers
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Before appending to a file again, drop what a writer killed mid-line left."""
+    if path.exists() and (torn := cut_torn_tail(path)) is not None:
+        log.warning("%s:%d: dropping an incomplete last line (%d bytes) left by a killed writer", path, *torn)
 
 
 def _lock(run_dir: Path) -> int:
@@ -825,55 +557,6 @@ def _lock(run_dir: Path) -> int:
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     return fd
-
-
-def _parse(path: Path, lineno: int, parse, obj: Any):
-    try:
-        return parse(obj)
-    except RecordError as e:
-        raise StoreError(f"{path}:{lineno}: {e}") from None
-
-
-def _load_run_config(run_dir: Path) -> dict:
-    """The config the run last ran with: config.yaml plus accepted changes."""
-    path = run_dir / CONFIG_FILE
-    try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise StoreError(f"{path}: not valid YAML ({e})") from None
-    if not isinstance(config, dict):
-        raise StoreError(f"{path}: expected a mapping at the top level, got {type(config).__name__}")
-    changes = run_dir / CONFIG_CHANGES_FILE
-    if changes.exists():
-        for lineno, obj in _jsonl_rows(changes, repair_torn_tail=True):
-            if not isinstance(obj, dict) or not isinstance(obj.get("config"), dict):
-                raise StoreError(f"{changes}:{lineno}: expected an object with a 'config' mapping")
-            config = obj["config"]
-    return config
-
-
-def _load_marker(path: Path) -> _Marker:
-    try:
-        marker = _Marker.from_json(json.loads(path.read_bytes()))
-    except ValueError as e:  # JSONDecodeError and RecordError
-        raise StoreError(f"{path}: damaged phase marker ({e})") from None
-    m = _ITER_RE.fullmatch(path.parent.name)
-    if m is None or int(m.group(1)) != marker.iteration or path.name != f"phase_{marker.phase}.done":
-        raise StoreError(f"{path}: marker says iteration {marker.iteration}, phase {marker.phase!r}")
-    return marker
-
-
-def _load_metrics(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    metrics: list[dict] = []
-    for lineno, obj in _jsonl_rows(path, repair_torn_tail=True):
-        if not isinstance(obj, dict) or not isinstance(obj.get("iteration"), int):
-            raise StoreError(f"{path}:{lineno}: expected an object with an integer 'iteration'")
-        if metrics and obj["iteration"] <= metrics[-1]["iteration"]:
-            raise StoreError(f"{path}:{lineno}: iteration {obj['iteration']} does not follow {metrics[-1]['iteration']}")
-        metrics.append(obj)
-    return metrics
 
 
 def _targets_mismatch(run_dir: Path, stored: list[Target], given: list[Target]) -> str:
