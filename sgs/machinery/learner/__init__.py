@@ -1,0 +1,55 @@
+"""Training one role's weights through Ray Train: one run per role per iteration.
+
+The driver calls :func:`train` with the examples the objective selected.  The
+modules, in the order a run goes through them:
+
+1. :mod:`~sgs.machinery.learner.settings`: the examples, the settings, the
+   metrics and result, the file names a run leaves in a checkpoint.
+2. :mod:`~sgs.machinery.learner.plan`: on the driver, reject malformed input
+   naming the bad example, cut over-long completions, and decide every
+   optimizer step up front (deterministic given ``TrainSettings.seed``).
+3. :mod:`~sgs.machinery.learner.steps` (the math, usable without Ray):
+   gradient accumulation over micro-batches with the losses of
+   :mod:`sgs.method.objectives`, one clipped Adam step per planned step.
+4. :mod:`~sgs.machinery.learner.strategy`: the update object the steps go
+   through: :class:`TorchUpdate` (a plain module, or DDP) or
+   :class:`DeepSpeedUpdate` (a DeepSpeed ZeRO-2 engine).
+5. :mod:`~sgs.machinery.learner.worker` (Ray plumbing): what each rank runs:
+   load, wrap, step, report metrics and a checkpoint, optionally send the
+   weights to running vLLM engines.
+6. :mod:`~sgs.machinery.learner.driver`: :func:`train` runs the TorchTrainer
+   and leaves a Hugging Face checkpoint directory in ``output_dir``.
+
+The optimizer is recreated every run (the reference behaviour); with
+``optimizer_state="persist"`` its state is saved next to the weights and
+restored from the base checkpoint by the next run (for DeepSpeed the next run
+must have as many workers: one ZeRO-2 shard per rank).
+
+The names other modules use are exported here.
+"""
+
+from sgs.machinery.learner.driver import train
+from sgs.machinery.learner.plan import PlannedSequence, WorkerStep, plan_steps, truncate, validate_examples
+from sgs.machinery.learner.settings import (
+    DEEPSPEED_DIR,
+    DEEPSPEED_TAG,
+    OBJECTIVES,
+    OPTIMIZER_FILE,
+    PROBE_FILE,
+    STAGING_DIR,
+    STRATEGIES,
+    Objective,
+    TrainExample,
+    TrainMetrics,
+    TrainResult,
+    TrainSettings,
+)
+from sgs.machinery.learner.steps import micro_batch_loss, probe_logprobs, run_steps
+from sgs.machinery.learner.strategy import DeepSpeedUpdate, TorchUpdate, make_optimizer
+
+__all__ = [
+    "DEEPSPEED_DIR", "DEEPSPEED_TAG", "OBJECTIVES", "OPTIMIZER_FILE", "PROBE_FILE", "STAGING_DIR", "STRATEGIES",
+    "DeepSpeedUpdate", "Objective", "PlannedSequence", "TorchUpdate", "TrainExample", "TrainMetrics",
+    "TrainResult", "TrainSettings", "WorkerStep", "make_optimizer", "micro_batch_loss", "plan_steps",
+    "probe_logprobs", "run_steps", "train", "truncate", "validate_examples",
+]

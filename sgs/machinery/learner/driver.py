@@ -1,0 +1,168 @@
+"""The driver side of a training run: :func:`train` validates and plans the
+examples, puts one shard per worker in the Ray object store (no shared file
+system needed; each worker fetches only its own), runs the TorchTrainer, then
+moves the checkpoint Ray Train stored into ``output_dir`` and saves the
+tokenizer beside it, so ``TransformersEngine.load_weights`` can read the
+directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import asdict
+
+import ray
+import ray.train
+from ray.train import RunConfig, ScalingConfig
+from ray.train.torch import TorchConfig, TorchTrainer
+from transformers import AutoConfig, AutoTokenizer
+
+from sgs.machinery.engines.weight_transfer import WeightTarget
+from sgs.machinery.learner.plan import plan_steps, truncate, validate_examples
+from sgs.machinery.learner.settings import (
+    PROBE_FILE,
+    STAGING_DIR,
+    Objective,
+    TrainExample,
+    TrainMetrics,
+    TrainResult,
+    TrainSettings,
+)
+from sgs.machinery.learner.strategy import find_deepspeed_resume_dir
+from sgs.machinery.learner.worker import train_worker
+
+
+def train(
+    examples: Sequence[TrainExample],
+    *,
+    base_checkpoint: str,
+    objective: Objective,
+    settings: TrainSettings,
+    output_dir: str,
+    run_name: str,
+    probe: tuple[list[int], list[int]] | None = None,
+    weight_target: WeightTarget | None = None,
+) -> TrainResult:
+    """Train ``base_checkpoint`` on ``examples`` with one Ray Train run; save to ``output_dir``.
+
+    Args:
+        examples: the sequences the objective selected (validated here).
+        base_checkpoint: Hugging Face checkpoint (directory or hub id) to start from.
+        objective: "reinforce", "reinforce_half", "ei" (weighted NLL), "conjecturer"
+            (weighted NLL on normalised rewards in [-1, 1]) or "cispo".
+        settings: optimisation and scaling settings.
+        output_dir: where the new checkpoint goes; owned by this call (files of the same
+            name are replaced).  Must differ from base_checkpoint.
+        run_name: the Ray Train run's name, shown in the dashboard; unique per role and
+            iteration by convention.
+        probe: (prompt ids, completion ids) whose log-probs under the trained weights
+            come back in ``TrainResult.probe_logprobs``.  Ray's state for the run lives in
+            ``output_dir/.ray_train`` and is removed first, so a retried run never
+            reloads a stale one.
+        weight_target: running engines that get the trained weights directly from
+            rank 0 (:mod:`sgs.machinery.engines.weight_transfer`) once training is done;
+            ``TrainResult.weights_sent`` says whether they did.
+
+    With ``optimizer_state="persist"`` and DeepSpeed, a base checkpoint that
+    holds ``deepspeed/`` must come from a run with the same number of workers
+    (ValueError otherwise, before any worker starts).
+
+    An empty ``examples`` list starts no run and returns ``base_checkpoint``
+    unchanged with zero metrics: the loop then keeps the current weights.
+    Requires Ray to be initialised (``ray.init``) when there is anything to
+    train.  Workers load ``base_checkpoint`` themselves, so on a multi-node
+    cluster it must be a hub id or on a file system every node sees.
+    """
+    vocab_size = AutoConfig.from_pretrained(base_checkpoint).vocab_size
+    validate_examples(examples, objective, vocab_size)
+    if not examples:
+        return TrainResult(checkpoint_dir=base_checkpoint, metrics=_zero_metrics())
+    output_dir = os.path.abspath(output_dir)
+    if os.path.realpath(base_checkpoint) == os.path.realpath(output_dir):
+        raise ValueError(f"output_dir {output_dir} is the base checkpoint; write the new weights elsewhere")
+    deepspeed_resume_dir = find_deepspeed_resume_dir(base_checkpoint, settings)
+    truncated = [truncate(example, settings.max_seq_len, index) for index, example in enumerate(examples)]
+    num_truncated = sum(a is not b for a, b in zip(examples, truncated))
+    plan = plan_steps(truncated, objective, settings)
+
+    staging = os.path.join(output_dir, STAGING_DIR)
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(output_dir, exist_ok=True)
+    # Keep the refs alive on the driver for the whole run; each worker fetches its own.
+    plan_refs = [ray.put(worker_plan) for worker_plan in plan]
+    trainer = TorchTrainer(
+        train_worker,
+        train_loop_config={
+            "plans": plan_refs,
+            "settings": asdict(settings),
+            "objective": objective,
+            "base_checkpoint": base_checkpoint,
+            "deepspeed_resume_dir": deepspeed_resume_dir,
+            "probe": probe,
+            "weight_target": weight_target,
+        },
+        scaling_config=ScalingConfig(
+            num_workers=settings.num_workers,
+            use_gpu=settings.use_gpu,
+            resources_per_worker={"CPU": settings.cpus_per_worker, **({"GPU": 1} if settings.use_gpu else {})},
+            placement_strategy=settings.placement_strategy,
+        ),
+        torch_config=TorchConfig(backend="nccl" if settings.use_gpu else "gloo"),
+        run_config=RunConfig(name=run_name, storage_path=staging),
+    )
+    result = trainer.fit()
+    if result.checkpoint is None:
+        raise RuntimeError(f"Ray Train run {run_name!r} finished without a checkpoint")
+    with result.checkpoint.as_directory() as checkpoint_dir:
+        for entry in os.listdir(checkpoint_dir):
+            target = os.path.join(output_dir, entry)
+            if os.path.isdir(target):
+                shutil.rmtree(target)
+            shutil.move(os.path.join(checkpoint_dir, entry), target)
+    shutil.rmtree(staging, ignore_errors=True)
+    AutoTokenizer.from_pretrained(base_checkpoint).save_pretrained(output_dir)
+
+    reported = result.metrics
+    return TrainResult(
+        checkpoint_dir=output_dir,
+        metrics=TrainMetrics(
+            loss=reported["loss"],
+            grad_norm=reported["grad_norm"],
+            num_examples=len(examples),
+            num_tokens=reported["num_tokens"],
+            num_steps=reported["num_steps"],
+            num_truncated=num_truncated,
+            train_seconds=reported["train_seconds"],
+            tokens_per_second=reported["num_tokens"] / max(reported["train_seconds"], 1e-9),
+        ),
+        probe_logprobs=_read_probe(output_dir) if probe is not None else None,
+        weights_sent=reported.get("weights_sent", False),
+        weight_transfer_seconds=reported.get("weight_transfer_seconds", 0.0),
+        weight_transfer_error=reported.get("weight_transfer_error"),
+    )
+
+
+def _read_probe(checkpoint_dir: str) -> list[float]:
+    """The probe log-probs rank 0 saved beside the weights (the file is then removed:
+    the checkpoint stays a plain Hugging Face directory)."""
+    path = os.path.join(checkpoint_dir, PROBE_FILE)
+    with open(path) as handle:
+        values = json.load(handle)
+    os.remove(path)
+    return values
+
+
+def _zero_metrics() -> TrainMetrics:
+    return TrainMetrics(
+        loss=0.0,
+        grad_norm=0.0,
+        num_examples=0,
+        num_tokens=0,
+        num_steps=0,
+        num_truncated=0,
+        train_seconds=0.0,
+        tokens_per_second=0.0,
+    )

@@ -1,0 +1,113 @@
+"""The per-rank function Ray Train runs (:func:`train_worker`): load the base
+checkpoint, wrap it for the strategy (:mod:`sgs.machinery.learner.strategy`),
+run this rank's share of the plan (:mod:`sgs.machinery.learner.steps`),
+report metrics and, from rank 0, a Hugging Face checkpoint; rank 0 may also
+send the weights straight into running vLLM engines
+(:mod:`sgs.machinery.engines.weight_transfer`).
+
+With ``optimizer_state="persist"`` the optimizer's state is saved next to the
+weights: ``optimizer.pt`` for DDP, and for DeepSpeed an engine checkpoint in
+``deepspeed/`` holding one ZeRO-2 optimizer shard per rank.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+from typing import Any
+
+import ray
+import ray.train
+import torch
+from ray.train import Checkpoint
+from ray.train.torch import get_device, prepare_model
+from transformers import AutoModelForCausalLM
+
+from sgs.machinery.engines.weight_transfer import WeightTarget, send_weights
+from sgs.machinery.learner.plan import WorkerStep
+from sgs.machinery.learner.settings import DEEPSPEED_DIR, DEEPSPEED_TAG, OPTIMIZER_FILE, PROBE_FILE, TrainSettings
+from sgs.machinery.learner.steps import probe_logprobs, run_steps
+from sgs.machinery.learner.strategy import DeepSpeedUpdate, TorchUpdate, make_deepspeed_engine, make_optimizer
+
+logger = logging.getLogger(__name__)
+
+
+def train_worker(config: dict[str, Any]) -> None:
+    """The per-rank training function Ray Train runs."""
+    context = ray.train.get_context()
+    rank = context.get_world_rank()
+    settings = TrainSettings(**config["settings"])
+    torch.manual_seed(settings.seed)
+    steps: list[WorkerStep] = ray.get(config["plans"][rank])
+
+    model = AutoModelForCausalLM.from_pretrained(config["base_checkpoint"], dtype="auto")
+    save_dtype = model.dtype
+    if settings.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    persist = settings.optimizer_state == "persist"
+    if settings.resolved_strategy == "deepspeed":
+        # Move before casting, so that a large model is never held in fp32 in host memory.
+        model.to(get_device()).to(torch.bfloat16 if settings.bf16 else torch.float32)
+        engine = make_deepspeed_engine(
+            model, settings, max(len(step.micro_batches) for step in steps), config["deepspeed_resume_dir"]
+        )
+        trained: torch.nn.Module = engine
+        update: TorchUpdate | DeepSpeedUpdate = DeepSpeedUpdate(engine)
+    else:
+        trained = prepare_model(model.float())  # train in fp32; DDP when world size > 1
+        optimizer = make_optimizer(trained, settings)
+        optimizer_file = os.path.join(config["base_checkpoint"], OPTIMIZER_FILE)
+        if persist and os.path.isfile(optimizer_file):
+            optimizer.load_state_dict(torch.load(optimizer_file, map_location="cpu"))
+        update = TorchUpdate(trained, optimizer, settings.grad_clip, bf16_autocast=settings.bf16)
+
+    start = time.perf_counter()
+    totals = run_steps(trained, update, steps, config["objective"], settings)
+    seconds = time.perf_counter() - start
+    metrics: dict[str, Any] = {
+        "loss": totals["loss_sum"] / max(len(steps), 1),
+        "grad_norm": totals["grad_norm_sum"] / max(len(steps), 1),
+        "num_tokens": totals["num_tokens"],
+        "num_steps": len(steps),
+        "train_seconds": seconds,
+    }
+    probe = probe_logprobs(model, update, *config["probe"]) if config["probe"] is not None and rank == 0 else None
+
+    with tempfile.TemporaryDirectory() as directory:
+        wrote = False
+        if settings.resolved_strategy == "deepspeed" and persist:
+            # Collective: each rank writes its own optimizer shard, rank 0 the engine's metadata.
+            engine.save_checkpoint(os.path.join(directory, DEEPSPEED_DIR), tag=DEEPSPEED_TAG)
+            wrote = True
+        if rank == 0:
+            # `model` is the module DDP or the engine wraps; after the step every rank holds all its weights.
+            model.to(save_dtype).save_pretrained(directory)
+            if probe is not None:
+                # A file, not a metric: Ray Train prints every reported metric.
+                with open(os.path.join(directory, PROBE_FILE), "w") as handle:
+                    json.dump(probe, handle)
+            if settings.resolved_strategy == "ddp" and persist:
+                torch.save(optimizer.state_dict(), os.path.join(directory, OPTIMIZER_FILE))
+            wrote = True
+            if config["weight_target"] is not None:
+                metrics.update(_send_to_engines(model, config["weight_target"]))
+        # Every rank reports (it is a barrier); Ray merges the ranks' files into one
+        # checkpoint directory and keeps rank 0's metrics.
+        checkpoint = Checkpoint.from_directory(directory) if wrote else None
+        ray.train.report(metrics, checkpoint=checkpoint, checkpoint_dir_name="model")
+
+
+def _send_to_engines(model: torch.nn.Module, target: WeightTarget) -> dict[str, Any]:
+    """Send the trained weights (in the checkpoint's dtype, so the engines get
+    exactly what was saved) to the engines; a failure is reported, not raised:
+    the checkpoint is written either way and the driver falls back to it."""
+    try:
+        seconds = send_weights(model, target)
+    except Exception as error:
+        logger.warning("sending the trained weights to the engines failed (%s); they will load the checkpoint",
+                       error)
+        return {"weights_sent": False, "weight_transfer_error": f"{type(error).__name__}: {error}"[:1000]}
+    return {"weights_sent": True, "weight_transfer_seconds": seconds}
