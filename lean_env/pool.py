@@ -1,7 +1,7 @@
 """The Ray verifier pool: many prover processes behind one streaming API.
 
 Each worker is a Ray actor that owns one :class:`~lean_env.backend.ProverBackend`
-(one prover process plus its spare).  The driver-side :class:`VerifierPool`
+(one prover process plus its spare; :mod:`lean_env.pool_worker`).  The driver-side :class:`VerifierPool`
 
 * streams: ``submit`` a task the moment a proof exists, read verdicts with
   ``poll`` / ``results`` as they complete;
@@ -19,10 +19,9 @@ Each worker is a Ray actor that owns one :class:`~lean_env.backend.ProverBackend
   a disagreement turns the verdict ``invalid`` (reason
   ``audit_disagreement``), so the proof earns no reward, and is logged.
 
-Audit sample: a proof check is audited when ``sha256("<audit_seed>:<task
-id>")``, read as a number in [0, 1), is below ``audit_fraction``
-(:func:`audit_sampled`), so a rerun with the same seed audits the same
-proofs.  An audit is a work item of its own, queued behind the checks
+Audit sample: which proofs are audited, and what the audit does to their
+verdict, is :mod:`lean_env.audit_rule` (a fixed function of the task id and
+``audit_seed``, so a rerun audits the same proofs).  An audit is a work item of its own, queued behind the checks
 already waiting when the first verdict arrives: it runs on whichever worker
 is free, the worker's warm coqtop keeps serving checks between audits, and
 the hedging, hang and loss handling of checks covers audits too.  Only the
@@ -45,7 +44,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime
-import hashlib
 import itertools
 import json
 import logging
@@ -59,85 +57,13 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from lean_env.audit_rule import DISAGREE, INCONCLUSIVE, audit_sampled, combine_audit
 from lean_env.backends import BackendSpec
 from lean_env.cache import VerdictCache
+from lean_env.pool_worker import AUDIT, PROOF, STATEMENT, VerifierWorker
 from lean_env.verdict import ProofTask, Status, Verdict
 
 log = logging.getLogger(__name__)
-
-PROOF = "proof"
-STATEMENT = "statement"
-AUDIT = "audit"
-
-#: values of ``Verdict.audit`` after an audit
-AGREE, DISAGREE, INCONCLUSIVE = "agree", "disagree", "inconclusive"
-#: the reason of a verdict the audit overturned
-AUDIT_DISAGREEMENT = "audit_disagreement"
-
-
-def audit_sampled(task_id: str, seed: int, fraction: float) -> bool:
-    """Whether the check of task ``task_id`` is audited: a fixed function of
-    the id and the seed, true for about ``fraction`` of all ids (always for
-    1.0, never for 0.0)."""
-    digest = hashlib.sha256(f"{seed}:{task_id}".encode("utf-8", "surrogatepass")).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0 ** 64 < fraction
-
-
-def combine_audit(first: Verdict, audit: Verdict) -> Verdict:
-    """The verdict returned for a ``valid`` check ``first`` audited as ``audit``.
-
-    ``valid`` audit: agree.  ``timeout`` or ``system_error`` (no audit path,
-    a lost worker): inconclusive, the verdict stays valid.  ``invalid``:
-    disagree, the verdict becomes ``invalid`` with reason
-    ``audit_disagreement`` and the audit's reason and messages.
-    """
-    if audit.valid:
-        return dataclasses.replace(first, messages=list(first.messages), audit=AGREE)
-    if audit.status in (Status.TIMEOUT, Status.SYSTEM_ERROR):
-        return dataclasses.replace(first, messages=[*first.messages, f"audit inconclusive: {audit.reason}"],
-                                   audit=INCONCLUSIVE)
-    return Verdict(Status.INVALID, reason=AUDIT_DISAGREEMENT,
-                   messages=[f"the first check accepted this proof; the audit rejected it: {audit.reason}",
-                             *audit.messages],
-                   seconds=first.seconds, worker=first.worker, cached=first.cached, audit=DISAGREE)
-
-
-@ray.remote(max_restarts=0, max_task_retries=0)
-class VerifierWorker:
-    """A Ray actor owning one prover backend; checks one task at a time."""
-
-    def __init__(self, spec: BackendSpec, worker_name: str) -> None:
-        self.name = worker_name
-        self.backend = spec.create()
-
-    def ready(self) -> str:
-        """Returns the backend version once the prover has started."""
-        return self.backend.version
-
-    def check(self, kind: str, task: ProofTask, timeout: float) -> Verdict:
-        if kind == STATEMENT:
-            verdict = self.backend.check_statement(task.header, task.statement, timeout)
-        elif kind == AUDIT:
-            try:
-                verdict = self.backend.audit(task, timeout)
-            except NotImplementedError as e:
-                verdict = Verdict(Status.SYSTEM_ERROR, reason="audit_unavailable", messages=[str(e)])
-        else:
-            verdict = self.backend.check_proof(task, timeout)
-        verdict.worker = self.name
-        return verdict
-
-    def process_ids(self) -> dict[str, object]:
-        """This actor's pid and its prover's pids (used by fault-injection tests)."""
-        return {"actor": os.getpid(), "prover": self.backend.prover_pids()}
-
-    def placement_group_id(self) -> str | None:
-        """Hex id of the placement group this actor was scheduled in (for tests and diagnostics)."""
-        group = ray.get_runtime_context().get_placement_group_id()
-        return group if group is None else str(group)
-
-    def shutdown(self) -> None:
-        self.backend.close()
 
 
 @dataclass

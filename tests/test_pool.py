@@ -13,7 +13,8 @@ import ray
 
 from lean_env.backends import BackendSpec
 from lean_env.cache import VerdictCache
-from lean_env.pool import PoolStats, VerifierPool, audit_sampled, combine_audit
+from lean_env.audit_rule import audit_sampled, combine_audit
+from lean_env.pool import PoolStats, VerifierPool
 from lean_env.verdict import ProofTask, Status, Verdict
 from tests.pool_doubles import DisagreeingAuditSpec, NoAuditSpec
 
