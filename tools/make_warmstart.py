@@ -836,26 +836,28 @@ def _coq_list(values: Iterable[int]) -> str:
     return "[" + "; ".join(str(v) for v in values) + "]"
 
 
+def _power(rng: random.Random) -> str:
+    base, e = rng.randint(2, 4), rng.randint(2, 5)
+    return f"{base} ^ {e} = {base ** e}"
+
+
+#: closed arithmetic equations over drawn a, b, c (the power draws its own numbers)
+_ARITH_EVAL_FORMS: tuple[Callable[[int, int, int, random.Random], str], ...] = (
+    lambda a, b, c, rng: f"{a} * {b} + {c} = {a * b + c}",
+    lambda a, b, c, rng: f"({a} + {b}) * {c % 9 + 1} = {(a + b) * (c % 9 + 1)}",
+    lambda a, b, c, rng: _power(rng),
+    lambda a, b, c, rng: f"{a * b + c} / {a} = {(a * b + c) // a}",
+    lambda a, b, c, rng: f"{a} - {b} + {c} = {max(a - b, 0) + c}",
+    lambda a, b, c, rng: f"{a} * ({b} + {c}) = {a * (b + c)}",
+)
+
+
 def fam_arith_eval(rng: random.Random) -> Iterator[Row]:
     """Closed arithmetic, by computation."""
     for _ in range(40):
         a, b, c = rng.randint(2, 30), rng.randint(2, 30), rng.randint(0, 40)
-        form = rng.randrange(6)
-        if form == 0:
-            text = f"{a} * {b} + {c} = {a * b + c}"
-        elif form == 1:
-            k = c % 9 + 1
-            text = f"({a} + {b}) * {k} = {(a + b) * k}"
-        elif form == 2:
-            base, e = rng.randint(2, 4), rng.randint(2, 5)
-            text = f"{base} ^ {e} = {base ** e}"
-        elif form == 3:
-            text = f"{a * b + c} / {a} = {(a * b + c) // a}"
-        elif form == 4:
-            text = f"{a} - {b} + {c} = {max(a - b, 0) + c}"
-        else:
-            text = f"{a} * ({b} + {c}) = {a * (b + c)}"
-        yield text, "reflexivity.", 1
+        form = _ARITH_EVAL_FORMS[rng.randrange(len(_ARITH_EVAL_FORMS))]
+        yield form(a, b, c, rng), "reflexivity.", 1
 
 
 def fam_arith_linear(rng: random.Random) -> Iterator[Row]:
@@ -958,37 +960,35 @@ def fam_list_types(rng: random.Random) -> Iterator[Row]:
             yield template.replace("{T}", kind), tactics, 2
 
 
+def _seq(rng: random.Random) -> str:
+    start, n = rng.randint(0, 5), rng.randint(1, 4)
+    return f"seq {start} {n} = {_coq_list(range(start, start + n))}"
+
+
+#: computations on drawn lists xs and ys and a cut k inside xs (the seq draws its own bounds)
+_LIST_EVAL_FORMS: tuple[Callable[[list[int], list[int], int, random.Random], str], ...] = (
+    lambda xs, ys, k, rng: f"rev {_coq_list(xs)} = {_coq_list(xs[::-1])}",
+    lambda xs, ys, k, rng: f"map S {_coq_list(xs)} = {_coq_list(x + 1 for x in xs)}",
+    lambda xs, ys, k, rng: f"list_sum {_coq_list(xs)} = {sum(xs)}",
+    lambda xs, ys, k, rng: f"length {_coq_list(xs)} = {len(xs)}",
+    lambda xs, ys, k, rng: f"{_coq_list(xs)} ++ {_coq_list(ys)} = {_coq_list(xs + ys)}",
+    lambda xs, ys, k, rng: f"firstn {k} {_coq_list(xs)} = {_coq_list(xs[:k])}",
+    lambda xs, ys, k, rng: f"skipn {k} {_coq_list(xs)} = {_coq_list(xs[k:])}",
+    lambda xs, ys, k, rng: f"filter Nat.odd {_coq_list(xs)} = {_coq_list(x for x in xs if x % 2)}",
+    lambda xs, ys, k, rng: f"list_max {_coq_list(xs)} = {max(xs)}",
+    lambda xs, ys, k, rng: f"map (fun x => x * 2) {_coq_list(xs)} = {_coq_list(2 * x for x in xs)}",
+    lambda xs, ys, k, rng: _seq(rng),
+)
+
+
 def fam_list_eval(rng: random.Random) -> Iterator[Row]:
     """Computations on concrete lists."""
     for _ in range(70):
         xs = [rng.randint(0, 9) for _ in range(rng.randint(2, 6))]
         ys = [rng.randint(0, 9) for _ in range(rng.randint(1, 3))]
-        form = rng.randrange(11)
+        form = _LIST_EVAL_FORMS[rng.randrange(len(_LIST_EVAL_FORMS))]
         k = rng.randint(1, len(xs) - 1)
-        if form == 0:
-            text = f"rev {_coq_list(xs)} = {_coq_list(xs[::-1])}"
-        elif form == 1:
-            text = f"map S {_coq_list(xs)} = {_coq_list(x + 1 for x in xs)}"
-        elif form == 2:
-            text = f"list_sum {_coq_list(xs)} = {sum(xs)}"
-        elif form == 3:
-            text = f"length {_coq_list(xs)} = {len(xs)}"
-        elif form == 4:
-            text = f"{_coq_list(xs)} ++ {_coq_list(ys)} = {_coq_list(xs + ys)}"
-        elif form == 5:
-            text = f"firstn {k} {_coq_list(xs)} = {_coq_list(xs[:k])}"
-        elif form == 6:
-            text = f"skipn {k} {_coq_list(xs)} = {_coq_list(xs[k:])}"
-        elif form == 7:
-            text = f"filter Nat.odd {_coq_list(xs)} = {_coq_list(x for x in xs if x % 2)}"
-        elif form == 8:
-            text = f"list_max {_coq_list(xs)} = {max(xs)}"
-        elif form == 9:
-            text = f"map (fun x => x * 2) {_coq_list(xs)} = {_coq_list(2 * x for x in xs)}"
-        else:
-            start, n = rng.randint(0, 5), rng.randint(1, 4)
-            text = f"seq {start} {n} = {_coq_list(range(start, start + n))}"
-        yield text, "reflexivity.", 1
+        yield form(xs, ys, k, rng), "reflexivity.", 1
 
 
 def fam_list_induction(rng: random.Random) -> Iterator[Row]:
