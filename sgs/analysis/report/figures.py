@@ -78,12 +78,13 @@ def _save(fig: Figure, out_dir: Path, name: str) -> str:
 
 
 def _line_panels(runs: Sequence[RunData], labels: Sequence[str], panels: Sequence[tuple[str, str]],
-                 out_dir: Path, name: str, *, width: float = 4.6) -> list[str]:
-    """One panel per ``(metric key, title)``, one line per run over the
-    iterations; returns a note for each run and metric with no value."""
+                 out_dir: Path, name: str, title: str, caption: str, *, width: float = 4.6) -> Plot:
+    """The figure ``name``: one panel per ``(metric key, panel title)``, one
+    line per run over the iterations, with a note for each run and metric
+    with no value."""
     fig = Figure(figsize=(width * len(panels), 3.6), layout="constrained")
     notes = []
-    for ax, (key, title) in zip(fig.subplots(1, len(panels), squeeze=False)[0], panels):
+    for ax, (key, panel_title) in zip(fig.subplots(1, len(panels), squeeze=False)[0], panels):
         drawn = False
         for index, (run, label) in enumerate(zip(runs, labels)):
             iterations, values = metric_series(run.metrics, key)
@@ -92,14 +93,13 @@ def _line_panels(runs: Sequence[RunData], labels: Sequence[str], panels: Sequenc
                 continue
             ax.plot(iterations, values, marker="o", color=_colour(index), label=label)
             drawn = True
-        ax.set_title(title, fontsize=10)
+        ax.set_title(panel_title, fontsize=10)
         if drawn:
             _iteration_axis(ax)
             ax.legend(fontsize=8)
         else:
             _empty(ax, f"no run has {key}")
-    _save(fig, out_dir, name)
-    return notes
+    return Plot(_save(fig, out_dir, name), title, caption, notes)
 
 
 def plot_solve_rate(runs: Sequence[RunData], labels: Sequence[str], curves: Sequence[SolveRateCurve],
@@ -186,15 +186,14 @@ def plot_pass_at_k(runs: Sequence[RunData], labels: Sequence[str], out_dir: Path
 
 
 def plot_conjecturer_reward(runs: Sequence[RunData], labels: Sequence[str], out_dir: Path) -> Plot:
-    notes = _line_panels(runs, labels, [("mean_conjecturer_reward", "Conjecturer reward R (mean)"),
-                                        ("mean_r_solve", "R_solve = 1 − s (kept; 0 otherwise)"),
-                                        ("mean_guide_score", "R_guide (mean over reviews)")],
-                         out_dir, "conjecturer_reward.png")
     caption = ("The Conjecturer's reward R = R_guide · R_solve, averaged over every attempted conjecture (zeros "
                "included), and its two factors: the solve-rate term R_solve = 1 − s for kept conjectures "
                "(0 for the others) and the Guide's score over the reviewed ones.  A run without a Guide has "
                "no R_guide.")
-    return Plot("conjecturer_reward.png", "Conjecturer reward and its components", caption, notes)
+    return _line_panels(runs, labels, [("mean_conjecturer_reward", "Conjecturer reward R (mean)"),
+                                        ("mean_r_solve", "R_solve = 1 − s (kept; 0 otherwise)"),
+                                        ("mean_guide_score", "R_guide (mean over reviews)")],
+                        out_dir, "conjecturer_reward.png", "Conjecturer reward and its components", caption)
 
 
 def plot_guide(runs: Sequence[RunData], labels: Sequence[str], out_dir: Path) -> Plot:
@@ -240,12 +239,11 @@ def plot_guide(runs: Sequence[RunData], labels: Sequence[str], out_dir: Path) ->
 
 
 def plot_entropy(runs: Sequence[RunData], labels: Sequence[str], out_dir: Path) -> Plot:
-    notes = _line_panels(runs, labels, [("solver_entropy", "Solver token entropy"),
-                                        ("conjecturer_entropy", "Conjecturer token entropy")],
-                         out_dir, "entropy.png")
     caption = ("Mean token entropy of each role's samples per iteration, over the sampler's top-10 "
                "log-probabilities renormalised (nats).  A fall towards 0 means the policy is collapsing.")
-    return Plot("entropy.png", "Solver and Conjecturer entropy", caption, notes)
+    return _line_panels(runs, labels, [("solver_entropy", "Solver token entropy"),
+                                        ("conjecturer_entropy", "Conjecturer token entropy")],
+                        out_dir, "entropy.png", "Solver and Conjecturer entropy", caption)
 
 
 def plot_solve_rate_hist(runs: Sequence[RunData], labels: Sequence[str], out_dir: Path) -> Plot:
@@ -279,13 +277,12 @@ def plot_solve_rate_hist(runs: Sequence[RunData], labels: Sequence[str], out_dir
 
 
 def plot_collapse(runs: Sequence[RunData], labels: Sequence[str], out_dir: Path) -> Plot:
-    notes = _line_panels(runs, labels, [("disjunctive_share", "share of conjectures with a disjunctive conclusion"),
-                                        ("mean_conclusion_length", "mean conclusion length")],
-                         out_dir, "collapse.png", width=5.2)
     caption = ("The paper's collapse signals over the conjectures that were attempted: a Conjecturer that games "
                "its reward drifts to disjunctive conclusions (easy to prove one side of) and to long, "
                "padded conclusions.")
-    return Plot("collapse.png", "Conjecture collapse signals", caption, notes)
+    return _line_panels(runs, labels, [("disjunctive_share", "share of conjectures with a disjunctive conclusion"),
+                                        ("mean_conclusion_length", "mean conclusion length")],
+                        out_dir, "collapse.png", "Conjecture collapse signals", caption, width=5.2)
 
 
 def _stacked_bars(runs: Sequence[RunData], labels: Sequence[str], prefix: str, colours: Mapping[str, str],
