@@ -36,13 +36,14 @@ from transformers import AutoTokenizer
 from sgs import sft
 from sgs.state.benchmarks import Benchmark, BenchmarkError, load_benchmark
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, suggested_overrides
-from sgs.config import validate, warmstart_enabled
+from sgs.config import resolve_source_path, validate, warmstart_enabled
 from sgs.analysis.evaluation import HELD_OUT_FILE, held_out_pass_at_k, read_json
 from sgs.loop import PHASES, Loop, current_weights, derived_seed
 from sgs.analysis.metrics import MetricsSink
 from sgs.machinery.runtime import Checkpoint, build_runtime, model_paths, sampling_settings, start_ray
 from sgs.state.store import Store
-from sgs.state.targets import TargetError, load_targets
+from sgs.state.records import Target
+from sgs.state.targets import TargetError, read_targets
 
 EXIT_CONFIG = 2
 EXIT_REQUIREMENTS = 3
@@ -57,6 +58,15 @@ def main(raw: DictConfig) -> None:
     except ConfigError as error:
         print(error, file=sys.stderr)
         sys.exit(EXIT_CONFIG)
+    targets = None
+    if _is_local_file(cfg.targets.source):
+        # A local file is read before anything else is checked: a malformed one is a usage error
+        # whatever this machine lacks, and the line below says what the run will prove.
+        try:
+            targets = read_run_targets(cfg)
+        except TargetError as error:
+            print(f"targets.source: {error}", file=sys.stderr)
+            sys.exit(EXIT_CONFIG)
     problems = requirements_problems(cfg)
     if problems:
         lines = "\n".join(f"  - {problem}" for problem in problems)
@@ -71,7 +81,7 @@ def main(raw: DictConfig) -> None:
         print(f"evaluation.benchmark: {error}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
     try:
-        run(cfg, benchmark)
+        run(cfg, benchmark, targets)
     except TargetError as error:
         print(f"targets.source: {error}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
@@ -88,10 +98,28 @@ def run_benchmark(cfg: SGSConfig) -> Benchmark | None:
                           limit=evaluation.limit)
 
 
-def run(cfg: SGSConfig, benchmark: Benchmark | None = None) -> None:
-    """Create or resume the run in ``cfg.run_dir`` and run it to ``cfg.iterations``."""
+def _is_local_file(source: str) -> bool:
+    try:
+        path = resolve_source_path(source)
+    except ValueError:
+        return False
+    return path is not None and path.is_file()
+
+
+def read_run_targets(cfg: SGSConfig) -> list[Target]:
+    """The run's targets, with one line saying what was read (and, for a LeanDojo
+    file, how many entries were skipped and why)."""
+    found = read_targets(cfg.targets, cfg.prover.language)
+    print(found.summary(cfg.targets.source))
+    return found.targets
+
+
+def run(cfg: SGSConfig, benchmark: Benchmark | None = None, targets: list[Target] | None = None) -> None:
+    """Create or resume the run in ``cfg.run_dir`` and run it to ``cfg.iterations``
+    (on ``targets``, read from ``cfg.targets`` when not given)."""
     started = time.perf_counter()
-    targets = load_targets(cfg.targets, cfg.prover.language)
+    if targets is None:
+        targets = read_run_targets(cfg)
     run_dir = Path(cfg.run_dir)
     with Store.open(run_dir, targets, asdict(cfg)) as store:
         iteration, phase = store.resume_point(PHASES)

@@ -266,6 +266,8 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
         (["resources.weight_transfer_timeout_s=0"], "resources.weight_transfer_timeout_s=0.0 must be positive"),
         (["logging.wandb_mode=cloud"], "logging.wandb_mode='cloud' is not one of auto, offline, online, disabled"),
         (["iterations=0"], "iterations=0 must be at least 1"),
+        (["targets.lean_repo_dir=/some/checkout"], "targets.lean_repo_dir applies to Lean targets (LeanDojo files) only"),
+        (["prover=lean", "targets.lean_repo_dir=' '"], "targets.lean_repo_dir must not be empty"),
         (["warmstart.mode=sometimes"], "warmstart.mode='sometimes' is not one of auto, always, never"),
         (["prover=lean", "warmstart.mode=always"], "warmstart.mode='always' needs a corpus"),
         (["warmstart.corpus=hf://a/b"], "the corpus must be a local file or a pkg:// path"),

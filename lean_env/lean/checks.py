@@ -162,16 +162,21 @@ class Masked:
     problem: Optional[str] = None
 
 
-def mask_comments_and_literals(text: str) -> Masked:
+def mask_comments_and_literals(text: str, literals: bool = True) -> Masked:
     """Blank out comments, string and character literals, keeping newlines so
     lines and columns are unchanged.  ``«quoted»`` identifiers become runs of
     ``_`` (still one identifier token).  Reports unterminated comments,
-    strings and quoted identifiers, and interpolated strings, as problems."""
+    strings and quoted identifiers, and interpolated strings, as problems.
+    With ``literals=False`` only comments are blanked: literals and quoted
+    identifiers are read past (a ``--`` inside a string is no comment) and
+    kept as they are."""
     out = list(text)
     problem: Optional[str] = None
     n = len(text)
 
-    def blank(start: int, end: int, fill: str = " ") -> None:
+    def blank(start: int, end: int, fill: str = " ", comment: bool = False) -> None:
+        if not comment and not literals:
+            return
         for k in range(start, min(end, n)):
             if out[k] != "\n":
                 out[k] = fill
@@ -185,7 +190,7 @@ def mask_comments_and_literals(text: str) -> Masked:
         if text.startswith("--", i):
             j = text.find("\n", i)
             j = n if j < 0 else j
-            blank(i, j)
+            blank(i, j, comment=True)
             i = j
         elif text.startswith("/-", i):
             depth, j = 1, i + 2
@@ -198,7 +203,7 @@ def mask_comments_and_literals(text: str) -> Masked:
                     j += 1
             if depth:
                 problem = problem or "unterminated_comment"
-            blank(i, j)
+            blank(i, j, comment=True)
             i = j
         elif c == "«":
             j = text.find("»", i)

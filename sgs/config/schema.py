@@ -84,9 +84,14 @@ class TargetsConfig:
     #: Where the targets come from: ``pkg://package/path`` (a file shipped in a
     #: package), ``hf://owner/name`` (a hub data set) or a filesystem path.
     #: Lean files are a JSON list or JSONL of records with ``id``, ``header``,
-    #: ``theorem``; Rocq files use the Rocq target format of ``sgs/data``.
+    #: ``theorem`` (``tools/trace_targets.py`` writes them) or a LeanDojo
+    #: Benchmark 4 file; Rocq files use the Rocq target format of ``sgs/data``.
     #: Defaults to the prover's own target set (``prover.default_targets``).
     source: str = "${prover.default_targets}"
+    #: For a LeanDojo Benchmark 4 ``source``: a checkout of the traced repository
+    #: at its commit, where each entry's statement and header are read from its
+    #: ``file_path`` (rules in ``sgs/state/leandojo.py``); null otherwise.
+    lean_repo_dir: str | None = None
     #: Use only the first N targets of the source; null uses all of them.
     limit: int | None = None
     #: Fraction of the targets held out from training for evaluation, chosen

@@ -278,6 +278,13 @@ def _check_targets(problems: list[str], targets: TargetsConfig, prover: ProverCo
                 f"{prover.language!r}; use prover={language}, or leave targets.source unset to use the "
                 f"prover's own targets ({prover.default_targets})"
             )
+    if targets.lean_repo_dir is not None:
+        if not targets.lean_repo_dir.strip():
+            problems.append("targets.lean_repo_dir must not be empty; use null when the targets are not a "
+                            "LeanDojo file")
+        elif prover.language in PROOF_LANGUAGES and prover.language != "lean":
+            problems.append(f"targets.lean_repo_dir applies to Lean targets (LeanDojo files) only, but "
+                            f"prover.language={prover.language!r}")
     _at_least(problems, "targets.limit", targets.limit, 1)
     if not 0.0 <= targets.held_out_fraction < 1.0:
         problems.append(f"targets.held_out_fraction={targets.held_out_fraction!r} must lie in [0, 1)")

@@ -7,7 +7,20 @@ Two file formats, told apart by the prover language:
   keys (reference ``proof``, ``difficulty``, ``topic``) are ignored.
 * Lean: records with ``id``, ``header`` and ``theorem`` (the statement up to
   ``:= by``), as a JSON list, as JSONL, or as the D3k file's
-  ``{"target_statements": {id: record}}`` mapping.
+  ``{"target_statements": {id: record}}`` mapping; ``tools/trace_targets.py``
+  writes this format (plus where each theorem came from: ``url``,
+  ``commit``, ``file_path``, ``full_name``, ``start``, ``end``).
+* LeanDojo Benchmark 4 (Lean): a JSON list (or JSONL) of entries with
+  ``url``, ``commit``, ``file_path``, ``full_name``, ``start``, ``end`` and
+  ``traced_tactics``, told apart by those keys and no ``header``.  The entries
+  hold no statement text: each is read from its ``file_path`` in
+  ``targets.lean_repo_dir`` (a checkout of the traced repository) and
+  converted by :mod:`sgs.state.leandojo` (``id`` the full name; ``theorem``
+  the source's signature, renamed to the full name, ending in ``:= by``;
+  ``header`` the file's imports and the ``open`` / ``universe`` /
+  ``variable`` / ``set_option`` commands in force).  Entries that cannot be
+  stated on their own are skipped, each with a reason, and counted
+  (:class:`TargetSet`); ``limit`` counts targets, not entries.
 
 A target is held out (never trained on, never counted in the cumulative solve
 rate) when its record says so, when its id is in ``held_out_ids``, or when the
@@ -21,26 +34,59 @@ import hashlib
 import json
 import random
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sgs.config import HUB_SCHEME, TargetsConfig, resolve_source_path
+from sgs.state.leandojo import Skipped, convert_benchmark, is_benchmark_entry, reason_counts
 from sgs.state.records import Target
 
 class TargetError(ValueError):
     """The target source cannot be read or holds a malformed record."""
 
 
+@dataclass(frozen=True)
+class TargetSet:
+    """The targets of a source, and the records that did not become targets."""
+
+    targets: list[Target]
+    #: what the source holds, in words ("targets", "LeanDojo Benchmark 4 entries")
+    kind: str
+    #: the LeanDojo entries skipped, each with its reason
+    skipped: list[Skipped]
+
+    def summary(self, source: str) -> str:
+        """One line: how many targets (held out) from where, and what was skipped."""
+        held = sum(t.held_out for t in self.targets)
+        line = f"targets: {len(self.targets)} ({held} held out) from {source} ({self.kind})"
+        if self.skipped:
+            line += f"; {len(self.skipped)} entries skipped ({reason_counts(self.skipped)})"
+        return line
+
+
 def load_targets(config: TargetsConfig, language: str) -> list[Target]:
     """The run's targets, in source order, ``limit`` applied, held-out flags set."""
-    rows = _read_rows(config.source)
+    return read_targets(config, language).targets
+
+
+def read_targets(config: TargetsConfig, language: str) -> TargetSet:
+    """:func:`load_targets` with what was skipped on the way."""
+    rows = _source_rows(config.source)
+    skipped: list[Skipped] = []
+    if rows and is_benchmark_entry(rows[0]):
+        kind = "LeanDojo Benchmark 4 entries"
+        targets, skipped = _benchmark_targets(rows, config, language)
+    else:
+        kind = "targets"
+        targets = [_to_target(row, language, f"{config.source} record {index}") for index, row in enumerate(rows)]
     if config.limit is not None:
-        rows = rows[: config.limit]
-    targets = [_to_target(row, language, f"{config.source} record {index}") for index, row in enumerate(rows)]
+        targets = targets[: config.limit]
     if not targets:
-        raise TargetError(f"targets.source={config.source!r} holds no targets")
+        reasons = f" ({len(skipped)} entries skipped: {reason_counts(skipped)})" if skipped else ""
+        raise TargetError(f"targets.source={config.source!r} holds no targets{reasons}")
     held_ids = set(config.held_out_ids)
-    return [
+    targets = [
         Target(
             id=t.id,
             header=t.header,
@@ -49,6 +95,27 @@ def load_targets(config: TargetsConfig, language: str) -> list[Target]:
         )
         for t in targets
     ]
+    return TargetSet(targets, kind, skipped)
+
+
+def _benchmark_targets(rows: list, config: TargetsConfig, language: str) -> tuple[list[Target], list[Skipped]]:
+    """The targets of a LeanDojo Benchmark 4 file, read from ``config.lean_repo_dir``."""
+    first = rows[0]
+    if language != "lean":
+        raise TargetError(f"{config.source}: LeanDojo Benchmark 4 entries hold Lean theorems, but the prover "
+                          f"checks {language}; use prover=lean")
+    if config.lean_repo_dir is None:
+        raise TargetError(f"{config.source} is a LeanDojo Benchmark 4 file, whose entries hold no statement text; "
+                          f"set targets.lean_repo_dir to a checkout of {first.get('url')} at commit "
+                          f"{first.get('commit')} (each statement and header are read from its file_path there)")
+    checkout = Path(config.lean_repo_dir).expanduser()
+    if not checkout.is_dir():
+        raise TargetError(f"targets.lean_repo_dir={config.lean_repo_dir!r} is not a directory")
+    try:
+        lean_targets, skipped = convert_benchmark(rows, config.source, checkout)
+    except ValueError as error:
+        raise TargetError(str(error)) from None
+    return [Target(id=t.id, header=t.header, statement=t.theorem) for t in lean_targets], skipped
 
 
 def held_out_by_hash(target_id: str, fraction: float) -> bool:
@@ -59,17 +126,22 @@ def held_out_by_hash(target_id: str, fraction: float) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
-def _read_rows(source: str) -> list[dict]:
+def _source_rows(source: str) -> list[dict]:
     if source.startswith(HUB_SCHEME):
         return _hub_rows(source[len(HUB_SCHEME):])
     path = resolve_source_path(source)
     if path is None or not path.is_file():
         raise TargetError(f"targets file not found: {source!r} ({path})")
-    return _file_rows(path)
+    return read_rows(path)
 
 
-def _file_rows(path: Path) -> list[dict]:
-    text = path.read_text(encoding="utf-8")
+def read_rows(path: Path) -> list[dict]:
+    """The records of a local target file (JSON list, JSONL or the D3k mapping),
+    or :class:`TargetError` naming the file and what is wrong with it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise TargetError(f"{path}: not UTF-8 text (byte {error.start})") from None
     if path.suffix == ".jsonl":
         return [parse_json(line, f"{path}:{lineno}") for lineno, line in enumerate(text.splitlines(), 1) if line.strip()]
     data = parse_json(text, str(path))
@@ -95,7 +167,7 @@ def _hub_rows(repo_id: str) -> list[dict]:
     if len(files) != 1:
         raise TargetError(f"hub data set {repo_id!r} holds {len(files)} JSON files; "
                           "download it and pass the one to use as targets.source")
-    return _file_rows(files[0])
+    return read_rows(files[0])
 
 
 def parse_json(text: str, where: str, error: type[Exception] | None = None) -> Any:
