@@ -1,7 +1,7 @@
 """Targets from LeanDojo data (:mod:`sgs.state.leandojo`): a LeanDojo Benchmark 4
 file and a traced file built from lean_dojo's own classes, both over the small
 Lean project in ``tests/data/leandojo/demo``; the ``targets.source`` loader;
-``python -m sgs`` as a subprocess.
+``tools/trace_targets.py`` and ``python -m sgs`` as subprocesses.
 
 No Lean runs here: the fixture's positions are checked against lean_dojo's
 ``LeanFile`` slicing, and the traced theorems are lean_dojo ``TracedTheorem``
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "leandojo"
 CHECKOUT = DATA / "demo"
 BENCHMARK = DATA / "benchmark4_demo.json"
+TOOL = REPO / "tools" / "trace_targets.py"
 
 HEADER = "import Mathlib.Data.Nat.Defs\nimport Demo.Defs\n\nopen Nat\nuniverse u\nvariable {α : Type u}\n"
 #: what the demo project's theorems become
@@ -202,7 +204,7 @@ def test_the_loader_reads_a_benchmark_file_with_its_checkout():
     assert [t.id for t in limited.targets] == ["Demo.double_eq_add", "Demo.add_zero'"]
 
 
-def test_the_converted_targets_make_a_target_file(tmp_path):
+def test_the_tool_output_is_a_target_file(tmp_path):
     targets, _ = convert_benchmark(entries(), str(BENCHMARK), CHECKOUT)
     out = tmp_path / "demo.targets.jsonl"
     out.write_text("".join(json.dumps(t.to_json()) + "\n" for t in targets), encoding="utf-8")
@@ -242,6 +244,53 @@ def test_a_file_of_the_wrong_shape_is_one_line(tmp_path):
 def run(argv: list[str], timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "PYTHONPATH": str(REPO), "RAY_AUTH_MODE": "disabled", **env}
     return subprocess.run(argv, cwd=REPO, env=environment, capture_output=True, text=True, timeout=timeout)
+
+
+def test_trace_without_lean_fails_fast_naming_what_is_missing(tmp_path):
+    if shutil.which("lake"):
+        pytest.skip("a Lean toolchain is installed here: tracing would start")
+    proc = run([sys.executable, str(TOOL), "https://github.com/example/demo", "main", "--out", str(tmp_path / "t.jsonl")])
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("trace_targets: error: cannot trace https://github.com/example/demo here: missing ")
+    assert "`lake` is not on PATH" in line and "--from-benchmark FILE --source-dir CHECKOUT" in line
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "give REPO and COMMIT to trace, or --from-benchmark FILE --source-dir CHECKOUT"),
+    (["https://github.com/example/demo"], "give REPO and COMMIT"),
+    (["/no/such/repo", "main"], "REPO '/no/such/repo' is neither a Git URL nor a local Git repository"),
+    (["--from-benchmark", str(BENCHMARK)], "--from-benchmark needs --source-dir CHECKOUT"),
+    (["--from-benchmark", "/no/such.json", "--source-dir", str(CHECKOUT)], "--from-benchmark /no/such.json: no such file"),
+    (["x", "y", "--from-benchmark", str(BENCHMARK), "--source-dir", str(CHECKOUT)], "not both"),
+    (["--from-benchmark", str(BENCHMARK), "--source-dir", str(CHECKOUT), "--bogus"], "unrecognized arguments: --bogus"),
+    (["--from-benchmark", str(REPO / "pyproject.toml"), "--source-dir", str(CHECKOUT)], "pyproject.toml: not valid JSON"),
+])
+def test_usage_errors_are_one_line_and_exit_2(argv, message):
+    proc = run([sys.executable, str(TOOL), *argv])
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert message in line and "Traceback" not in proc.stderr
+
+
+def test_the_tool_converts_a_benchmark_file(tmp_path):
+    out = tmp_path / "demo.jsonl"
+    proc = run([sys.executable, str(TOOL), "--from-benchmark", str(BENCHMARK), "--source-dir", str(CHECKOUT),
+                "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert {r["id"]: (r["header"], r["theorem"]) for r in rows} == EXPECTED
+    assert all(r["commit"] == RepoStandIn.commit and r["file_path"] == "Demo/Basic.lean" for r in rows)
+    listed = [json.loads(line) for line in (tmp_path / "demo.skipped.jsonl").read_text().splitlines()]
+    assert {r["full_name"]: r["reason"] for r in listed} == EXPECTED_SKIPS
+    assert proc.stdout.splitlines()[-1].startswith(f"wrote 8 targets to {out}; skipped 7 (")
+    sorry = run([sys.executable, str(TOOL), "--from-benchmark", str(BENCHMARK), "--source-dir", str(CHECKOUT),
+                 "--out", str(tmp_path / "sorry.jsonl"), "--only-sorry"])
+    assert sorry.returncode == 0, sorry.stderr
+    assert [json.loads(line)["id"] for line in (tmp_path / "sorry.jsonl").read_text().splitlines()] == [
+        "Demo.add_zero'", "Demo.card_range"]
+    assert sorry.stdout.rstrip().endswith("; 8 theorems without `sorry` left out")
 
 
 def test_python_m_sgs_reads_a_benchmark_file_before_anything_starts(tmp_path):
