@@ -6,7 +6,11 @@
 * :class:`TacticEnv` — proof search at the tactic level on a backend's proof
   states: ``reset`` gives the goals, ``step(tactic)`` gives the new goals or an
   error; the episode ends, with reward 1, only when the prover reports the
-  proof complete (no goals left is not enough on its own).
+  proof complete (no goals left is not enough on its own).  The backend is
+  the Lean REPL, Rocq, or LeanDojo's ``Dojo`` (``backend="dojo"``, or a
+  :class:`lean_env.dojo.DojoBackend`; problems then also carry ``url``,
+  ``commit``, ``file_path`` and ``full_name``), with the same observations
+  and rewards.
 
 Both are registered with gymnasium (``lean_env/WholeProof-v0``,
 ``lean_env/Tactic-v0``) and, by :func:`register_rllib_envs`, with RLlib.
@@ -14,6 +18,7 @@ Both are registered with gymnasium (``lean_env/WholeProof-v0``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -23,6 +28,7 @@ from gymnasium import spaces
 
 from lean_env.backend import ProverBackend
 from lean_env.backends import BackendSpec
+from lean_env.dojo import DojoBackend, DojoTheorem
 from lean_env.verdict import ProofTask
 
 #: every Unicode scalar value except surrogates: statements use ∀, ℕ, ⟨⟩, ...
@@ -86,9 +92,11 @@ def _problems(problems: Sequence[dict | ProofTask]) -> list[ProofTask]:
             out.append(p)
             continue
         try:
-            out.append(ProofTask(id=str(p["id"]), header=p["header"], statement=p["statement"], proof=""))
+            # ``theorem`` is the statement's key in Lean target files (D3k, tools/trace_targets.py)
+            statement = p["statement"] if "statement" in p else p["theorem"]
+            out.append(ProofTask(id=str(p["id"]), header=p["header"], statement=statement, proof=""))
         except (KeyError, TypeError) as e:
-            raise ValueError(f"problem {i} needs the keys id, header, statement: {e}") from e
+            raise ValueError(f"problem {i} needs the keys id, header, statement (or theorem): {e}") from e
     if not out:
         raise ValueError("an environment needs at least one problem")
     return out
@@ -101,6 +109,8 @@ class _ProverEnv(gym.Env):
 
     def __init__(self, problems: Sequence[dict | ProofTask], backend: BackendSpec | ProverBackend,
                  timeout: float) -> None:
+        if isinstance(backend, str):
+            raise ValueError(f"backend {backend!r}: {type(self).__name__} takes a BackendSpec or a backend")
         self.problems = _problems(problems)
         self._spec = backend if isinstance(backend, BackendSpec) else None
         self._backend: Optional[ProverBackend] = None if self._spec else backend
@@ -191,12 +201,37 @@ class _LeanTactics:
             self.state = r.state
         return _Step(kind, "\n\n".join(r.goals), tuple(r.messages), r.reason)
 
-    def start(self, header: str, statement: str) -> _Step:
+    def start(self, problem: ProofTask) -> _Step:
         self.state = None
-        return self._convert(self.backend.start_proof(header, statement, self.timeout))
+        return self._convert(self.backend.start_proof(problem.header, problem.statement, self.timeout))
 
     def step(self, tactic: str) -> _Step:
         return self._convert(self.backend.run_tactic(self.state, tactic, self.timeout))
+
+    @staticmethod
+    def body(script: list[str]) -> str:
+        """The tactic script as the indented body of a ``by`` block."""
+        return "\n".join("  " + line for t in script for line in t.splitlines())
+
+    def recheck(self, problem: ProofTask, script: list[str]) -> bool:
+        task = ProofTask(problem.id, problem.header, problem.statement, self.body(script))
+        return self.backend.check_proof(task, self.timeout).valid
+
+
+class _DojoTactics(_LeanTactics):
+    """Tactic mode on LeanDojo's Dojo: the problem's theorem opened in its
+    traced repository; the REPL's answers, so the same conversion."""
+
+    def __init__(self, backend: DojoBackend, timeout: float, theorems: dict[str, DojoTheorem]) -> None:
+        super().__init__(backend, timeout)
+        self.theorems = theorems
+
+    def start(self, problem: ProofTask) -> _Step:
+        self.state = None
+        return self._convert(self.backend.start_proof(self.theorems[problem.id], self.timeout))
+
+    def recheck(self, problem: ProofTask, script: list[str]) -> bool:
+        return self.backend.check_script(self.theorems[problem.id], self.body(script))
 
 
 class _RocqTactics:
@@ -211,11 +246,16 @@ class _RocqTactics:
         reason = r.verdict.reason if r.verdict is not None else ""
         return _Step(kind, r.goals, tuple(r.messages), reason)
 
-    def start(self, header: str, statement: str) -> _Step:
-        return self._convert(self.backend.start_proof(header, statement, self.timeout))
+    def start(self, problem: ProofTask) -> _Step:
+        return self._convert(self.backend.start_proof(problem.header, problem.statement, self.timeout))
 
     def step(self, tactic: str) -> _Step:
         return self._convert(self.backend.run_tactic(tactic, self.timeout))
+
+    def recheck(self, problem: ProofTask, script: list[str]) -> bool:
+        body = "Proof.\n" + "\n".join(script) + "\nQed."
+        task = ProofTask(problem.id, problem.header, problem.statement, body)
+        return self.backend.check_proof(task, self.timeout).valid
 
 
 class TacticEnv(_ProverEnv):
@@ -229,9 +269,18 @@ class TacticEnv(_ProverEnv):
     episode as truncated; ``max_steps`` tactics also truncate it.
     """
 
-    def __init__(self, problems: Sequence[dict | ProofTask], backend: BackendSpec | ProverBackend,
+    def __init__(self, problems: Sequence[dict | ProofTask],
+                 backend: BackendSpec | ProverBackend | DojoBackend | str,
                  timeout: float = 60.0, max_steps: int = 32, recheck: bool = True) -> None:
+        if backend == "dojo":
+            backend = DojoBackend()
         super().__init__(problems, backend, timeout)
+        #: where each problem's theorem lives, for the Dojo backend
+        self._theorems: dict[str, DojoTheorem] = {}
+        if isinstance(backend, DojoBackend):
+            for i, (raw, task) in enumerate(zip(problems, self.problems)):
+                record = raw if isinstance(raw, Mapping) else {}
+                self._theorems[task.id] = DojoTheorem.from_record(record, f"problem {i} ({task.id})")
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         self.max_steps = max_steps
@@ -245,15 +294,18 @@ class TacticEnv(_ProverEnv):
 
     def _driver(self):
         if self._tactics is None:
-            cls = _LeanTactics if self.backend.name == "lean" else _RocqTactics
-            self._tactics = cls(self.backend, self.timeout)
+            if isinstance(self.backend, DojoBackend):
+                self._tactics = _DojoTactics(self.backend, self.timeout, self._theorems)
+            else:
+                cls = _LeanTactics if self.backend.name == "lean" else _RocqTactics
+                self._tactics = cls(self.backend, self.timeout)
         return self._tactics
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         super().reset(seed=seed)
         self.problem = self._pick(options)
         self._script = []
-        first = self._driver().start(self.problem.header, self.problem.statement)
+        first = self._driver().start(self.problem)
         self._goals = first.goals[:MAX_TEXT]
         self._over = first.kind != "progress"
         info = {"id": self.problem.id, "kind": first.kind, "reason": first.reason,
@@ -284,12 +336,12 @@ class TacticEnv(_ProverEnv):
     def _recheck(self) -> bool:
         """Check the tactic script as one whole proof (the final word on validity)."""
         assert self.problem is not None
-        if self.backend.name == "lean":
-            body = "\n".join("  " + line for t in self._script for line in t.splitlines())
-        else:
-            body = "Proof.\n" + "\n".join(self._script) + "\nQed."
-        task = ProofTask(self.problem.id, self.problem.header, self.problem.statement, body)
-        return self.backend.check_proof(task, self.timeout).valid
+        return self._driver().recheck(self.problem, self._script)
+
+    def close(self) -> None:
+        if isinstance(self._backend, DojoBackend):
+            self._backend.close()  # the episode's Dojo (its Lean process); the backend opens another on reset
+        super().close()
 
 
 ENV_IDS = {"lean_env/WholeProof-v0": WholeProofEnv, "lean_env/Tactic-v0": TacticEnv}
@@ -304,15 +356,18 @@ def register_envs() -> None:
 
 def register_rllib_envs() -> None:
     """Register the environments with RLlib/Tune so an ``EnvRunner`` can build
-    them by name from an ``env_config`` dict: ``problems``, ``backend``,
+    them by name from an ``env_config`` dict: ``problems``, ``backend`` (a
+    backend name, or ``"dojo"`` for the tactic environment),
     ``backend_options``, ``timeout``, and ``byte_codec`` (default true: wrap in
     :class:`ByteCodec`, since RLlib's default modules cannot encode text)."""
     from ray.tune.registry import register_env
 
     def factory(cls):
         def make(env_config: dict):
-            spec = BackendSpec(env_config["backend"], dict(env_config.get("backend_options", {})))
-            env = cls(env_config["problems"], spec, timeout=float(env_config.get("timeout", 60.0)))
+            backend = env_config["backend"]
+            if backend != "dojo":
+                backend = BackendSpec(backend, dict(env_config.get("backend_options", {})))
+            env = cls(env_config["problems"], backend, timeout=float(env_config.get("timeout", 60.0)))
             return ByteCodec(env) if env_config.get("byte_codec", True) else env
         return make
 
