@@ -307,3 +307,34 @@ def test_python_m_sgs_reads_a_benchmark_file_before_anything_starts(tmp_path):
     assert missing.returncode == 2, missing.stderr[-3000:]
     [line] = [line for line in missing.stderr.splitlines() if line.strip()]
     assert line.startswith(f"targets.source: {BENCHMARK} is a LeanDojo Benchmark 4 file") and "lean_repo_dir" in line
+
+
+def test_the_trace_mode_converts_the_repositorys_own_theorems(tmp_path, monkeypatch, capsys):
+    """``tools/trace_targets.py REPO COMMIT`` past the prerequisite check, in process: lean_dojo's
+    ``LeanGitRepo`` and ``trace`` replaced by TEST DOUBLES (tracing needs Lean) that hand back the
+    traced file above, plus a theorem of a dependency that must be left out."""
+    import subprocess as sp
+
+    import lean_dojo
+
+    from tools import trace_targets
+
+    own = traced_file().get_traced_theorems()
+    dependency = SimpleNamespace(repo=SimpleNamespace(url="https://github.com/leanprover-community/mathlib4",
+                                                      commit="f" * 40))
+    traced = SimpleNamespace(get_traced_theorems=lambda: [dependency, *own])
+    monkeypatch.setattr(trace_targets, "missing_for_trace", lambda repo: [])
+    monkeypatch.setattr(lean_dojo, "LeanGitRepo", lambda url, commit: RepoStandIn())
+    monkeypatch.setattr(lean_dojo, "trace", lambda repo: traced)
+    out = tmp_path / "demo.jsonl"
+    assert trace_targets.main([RepoStandIn.url, RepoStandIn.commit, "--out", str(out)]) == 0
+    assert {json.loads(line)["id"] for line in out.read_text().splitlines()} == set(EXPECTED)
+    assert capsys.readouterr().out.startswith(f"wrote 8 targets to {out}; skipped 3 (")
+
+    def failing_trace(repo):
+        raise sp.CalledProcessError(1, "lake build")
+
+    monkeypatch.setattr(lean_dojo, "trace", failing_trace)
+    assert trace_targets.main([RepoStandIn.url, RepoStandIn.commit, "--out", str(tmp_path / "x.jsonl")]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"trace_targets: tracing {RepoStandIn.url} at {RepoStandIn.commit} failed: CalledProcessError")
