@@ -88,7 +88,7 @@ def test_benchmark_entries_become_targets():
     [local] = [s for s in skipped if s.reason == "file_local_name"]
     assert "`triple`" in local.detail
     first = next(t for t in targets if t.id == "Demo.double_eq_add")
-    assert first.to_json()["url"] == "https://github.com/example/demo" and first.start == (20, 1)
+    assert first.to_json()["url"] == "https://github.com/example/demo" and first.location.start == (20, 1)
 
 
 def test_only_sorry_keeps_the_theorems_left_unproved():
@@ -107,6 +107,38 @@ def test_hostile_and_malformed_entries():
         convert_benchmark([good, {**good, "start": "20:1"}], "f.json", CHECKOUT)
     with pytest.raises(ValueError, match="f.json entry 0: not a LeanDojo Benchmark 4 entry"):
         convert_benchmark([{"id": "x", "header": "", "theorem": "theorem x : True := by"}], "f.json", CHECKOUT)
+
+
+def convert_text(text: str, full_name: str, only_sorry: bool = False) -> LeanTarget | Skipped:
+    """Convert the declaration on the last line that starts with a keyword of ``text``."""
+    from sgs.state.leandojo import TheoremLocation, TheoremSource
+
+    lines = text.split("\n")
+    start = max(i for i, line in enumerate(lines) if line.startswith(("theorem", "lemma", "private", "@[")))
+    location = TheoremLocation("u", "c", "A.lean", full_name, (start + 1, 1), (len(lines), len(lines[-1]) + 1))
+    return convert(TheoremSource(location, LeanSourceFile(text)), only_sorry)
+
+
+@pytest.mark.parametrize("text, full_name, expected", [
+    ("import A\nnamespace N\nprivate theorem secret : True := trivial", "_private.A.0.N.secret",
+     "theorem N.secret : True := by"),
+    ("import A\nnamespace N\ntheorem _root_.top : True := by trivial", "top", "theorem top : True := by"),
+    ("import A\ntheorem w : Inhabited Nat where\n  default := 0", "w", "no_statement"),
+    ("import A\nmutual\ntheorem m : True := by trivial", "m", "mutual_block"),
+    ("prelude\ntheorem p : True := by trivial", "p", "prelude_file"),
+    ("import A\ntheorem c (h : \"a -- b\" = s) :\n    True := -- why\n  by trivial", "c",
+     'theorem c (h : "a -- b" = s) :\n    True := by'),
+    ("import A\ntheorem s (n : Nat) : n = n := by\n  sorry", "s", "theorem s (n : Nat) : n = n := by"),
+])
+def test_conversion_rules(text, full_name, expected):
+    result = convert_text(text, full_name)
+    assert (result.theorem if isinstance(result, LeanTarget) else result.reason) == expected
+
+
+def test_sorry_counts_only_as_a_token_of_the_proof():
+    assert convert_text("import A\ntheorem s : True := by\n  exact sorry_free", "s", only_sorry=True).reason == "no_sorry"
+    assert convert_text("import A\ntheorem s : True := by\n  -- sorry\n  trivial", "s", True).reason == "no_sorry"
+    assert isinstance(convert_text("import A\ntheorem s : True := by\n  sorry", "s", True), LeanTarget)
 
 
 def test_masking_comments_only_keeps_literals():

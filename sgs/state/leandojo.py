@@ -70,23 +70,20 @@ NOTATIONS = frozenset({"notation", "notation3", "infix", "infixl", "infixr", "pr
                        "syntax"})
 _NAME = r"(?:«[^»\n]*»|[^\W\d][\w'!?]*)(?:\.(?:«[^»\n]*»|[^\W\d][\w'!?]*))*"
 _WORD = re.compile(r"[^\W\d][\w'!?]*")
+_ATTRIBUTE = r"@\[[^\]\n]*\]"
+_MODIFIER = r"(?:private|protected|noncomputable|partial|unsafe|nonrec)"
 #: the declaration at a theorem's start: LeanDojo's span of a Mathlib ``lemma``
 #: includes its docstring (blanked in the masked text), attributes and modifiers
-_DECLARED = re.compile(
-    r"\s*(?:@\[[^\]]*\]\s*)*(?:(?:private|protected|noncomputable|nonrec)\s+)*"
-    rf"(theorem|lemma)\s+({_NAME})")
+_DECLARED = re.compile(rf"\s*(?:{_ATTRIBUTE}\s*)*(?:{_MODIFIER}\s+)*(theorem|lemma)\s+({_NAME})")
+#: a command's head on its line: attributes, modifiers, the keyword, the name after it
+_COMMAND_HEAD = re.compile(rf"(?:{_ATTRIBUTE}[ \t]*)*(?:(?:{_MODIFIER}|local|scoped)[ \t]+)*"
+                           rf"(?P<keyword>[^\W\d][\w'!?]*)(?:[ \t]+(?P<name>{_NAME}))?")
+#: a line holding only attributes and modifiers (the command goes on below it)
+_ATTRIBUTES_ONLY = re.compile(rf"(?:{_ATTRIBUTE}|{_MODIFIER})(?:[ \t]+(?:{_ATTRIBUTE}|{_MODIFIER}))*")
+#: trailing attributes and modifiers of a command that prefixes the next one (``open A in @[simp]``)
+_TRAILING_MODIFIERS = re.compile(rf"(?:\s*(?:{_ATTRIBUTE}|\b{_MODIFIER}\b))*\s*$")
 _PRIVATE = re.compile(r"^_private\..*?\.0\.(.+)$")
 _STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
-#: a command's head: attributes and modifiers (on this line), the keyword, the name after it
-_COMMAND_HEAD = re.compile(
-    r"(?:@\[[^\]\n]*\][ \t]*)*(?:(?:private|protected|noncomputable|partial|unsafe|nonrec|local|scoped)[ \t]+)*"
-    rf"(?P<keyword>[^\W\d][\w'!?]*)(?:[ \t]+(?P<name>{_NAME}))?")
-_ATTRIBUTES_ONLY = re.compile(
-    r"(?:@\[[^\]\n]*\]|private|protected|noncomputable|partial|unsafe|nonrec)(?:[ \t]+(?:@\[[^\]\n]*\]|private|"
-    r"protected|noncomputable|partial|unsafe|nonrec))*")
-#: trailing attributes and modifiers of a command that prefixes the next one (``open A in @[simp]``)
-_TRAILING_MODIFIERS = re.compile(
-    r"(?:\s*(?:@\[[^\]]*\]|\b(?:private|protected|noncomputable|partial|unsafe|nonrec)\b))*\s*$")
 _OPENERS, _CLOSERS = "([{⟨⦃⟪⁅", ")]}⟩⦄⟫⁆"
 
 
@@ -107,6 +104,25 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class TheoremLocation:
+    """Where LeanDojo found a theorem (the fields of a Benchmark 4 entry)."""
+
+    url: str
+    commit: str
+    #: the file, relative to the repository
+    file_path: str
+    full_name: str
+    #: 1-based (line, column) of the declaration (its keyword, or a ``lemma``'s docstring)
+    start: tuple[int, int]
+    #: 1-based (line, column) one past the declaration's last character
+    end: tuple[int, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"url": self.url, "commit": self.commit, "file_path": self.file_path, "full_name": self.full_name,
+                "start": list(self.start), "end": list(self.end)}
+
+
+@dataclass(frozen=True)
 class LeanTarget:
     """A target in the project's Lean format, with where it came from."""
 
@@ -114,17 +130,10 @@ class LeanTarget:
     header: str
     #: the statement, ending in ``:= by``
     theorem: str
-    url: str
-    commit: str
-    file_path: str
-    full_name: str
-    start: tuple[int, int]
-    end: tuple[int, int]
+    location: TheoremLocation
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "header": self.header, "theorem": self.theorem, "url": self.url,
-                "commit": self.commit, "file_path": self.file_path, "full_name": self.full_name,
-                "start": list(self.start), "end": list(self.end)}
+        return {"id": self.id, "header": self.header, "theorem": self.theorem, **self.location.to_json()}
 
 
 @dataclass(frozen=True)
@@ -192,16 +201,9 @@ class LeanSourceFile:
 
 @dataclass(frozen=True)
 class TheoremSource:
-    """What LeanDojo records of one theorem, as plain values."""
+    """A theorem LeanDojo found, with its source file."""
 
-    url: str
-    commit: str
-    file_path: str
-    full_name: str
-    #: 1-based (line, column) of the ``theorem`` / ``lemma`` keyword
-    start: tuple[int, int]
-    #: 1-based (line, column) one past the theorem's last character
-    end: tuple[int, int]
+    location: TheoremLocation
     file: LeanSourceFile = field(repr=False)
     #: 1-based (line, column) where the proof starts, when the tracer knows
     #: it; None: found by scanning for the ``:=`` that ends the signature
@@ -216,23 +218,23 @@ def target_id(full_name: str) -> str:
 
 def convert(source: TheoremSource, only_sorry: bool = False) -> LeanTarget | Skipped:
     """The target stated by ``source``, or why it cannot be one."""
-    file = source.file
+    file, where = source.file, source.location
 
     def skip(reason: str, detail: str) -> Skipped:
-        return Skipped(source.full_name, source.file_path, reason, detail)
+        return Skipped(where.full_name, where.file_path, reason, detail)
 
-    start, end = file.offset(*source.start), file.offset(*source.end)
+    start, end = file.offset(*where.start), file.offset(*where.end)
     if start is None or end is None or end <= start:
-        return skip("bad_position", f"start {list(source.start)} / end {list(source.end)} lie outside the file")
-    name = target_id(source.full_name)
+        return skip("bad_position", f"start {list(where.start)} / end {list(where.end)} lie outside the file")
+    name = target_id(where.full_name)
     declared = _DECLARED.match(file.masked, start)
     if declared is None:
         head = file.masked[start:start + 40].split()
-        return skip("not_a_theorem", f"the source at line {source.start[0]} starts with {' '.join(head[:2])!r}")
+        return skip("not_a_theorem", f"the source at line {where.start[0]} starts with {' '.join(head[:2])!r}")
     written = file.text[declared.start(2):declared.end(2)]
     if written.removeprefix("_root_.") != name and not name.endswith("." + written):
-        return skip("name_mismatch", f"the source at line {source.start[0]} declares {written!r}, not {name!r} "
-                                     f"(is the file from commit {source.commit}?)")
+        return skip("name_mismatch", f"the source at line {where.start[0]} declares {written!r}, not {name!r} "
+                                     f"(is the file from commit {where.commit}?)")
     proof = _proof_start(file, declared.end(), end, source.proof_start)
     if proof is None:
         return skip("no_statement", "no `:=` ends the signature (a proof by equations or `where`)")
@@ -249,19 +251,17 @@ def convert(source: TheoremSource, only_sorry: bool = False) -> LeanTarget | Ski
     local = sorted(mentioned & names)
     if local:
         return skip("file_local_name", f"the statement mentions `{local[0]}`, declared earlier in "
-                                       f"{source.file_path}; the header can import only the file's imports")
+                                       f"{where.file_path}; the header can import only the file's imports")
     used = sorted(t for t in notations if t in signature)
     if used:
         return skip("file_local_notation", f"the statement uses the notation {used[0]!r} declared earlier in "
-                                           f"{source.file_path}")
+                                           f"{where.file_path}")
     statement = f"theorem {name}{_tidy(signature)} := by"
     rejection = check_trusted_statement(statement)
     if rejection is not None:
         return skip("statement_rejected", "; ".join(rejection.messages))
     header = "\n".join(imports) + ("\n\n" + "\n".join(commands) if commands else "") + "\n"
-    return LeanTarget(id=name, header=header, theorem=statement, url=source.url, commit=source.commit,
-                      file_path=source.file_path, full_name=source.full_name, start=tuple(source.start),
-                      end=tuple(source.end))
+    return LeanTarget(id=name, header=header, theorem=statement, location=where)
 
 
 def _proof_start(file: LeanSourceFile, after_name: int, end: int, known: tuple[int, int] | None) -> int | None:
@@ -397,8 +397,8 @@ def benchmark_source(entry: dict, where: str, checkout: Path, files: dict[Path, 
     file = files[path]
     if isinstance(file, str):
         return Skipped(entry["full_name"], entry["file_path"], "source_missing", f"{path} {file}")
-    return TheoremSource(url=entry["url"], commit=entry["commit"], file_path=entry["file_path"],
-                         full_name=entry["full_name"], start=positions[0], end=positions[1], file=file)
+    location = TheoremLocation(entry["url"], entry["commit"], entry["file_path"], entry["full_name"], *positions)
+    return TheoremSource(location, file)
 
 
 def convert_benchmark(entries: list, where: str, checkout: Path, only_sorry: bool = False
@@ -428,7 +428,8 @@ def collect(results: Iterable[LeanTarget | Skipped]) -> tuple[list[LeanTarget], 
     seen: set[str] = set()
     for result in results:
         if isinstance(result, LeanTarget) and result.id in seen:
-            result = Skipped(result.full_name, result.file_path, "duplicate_id", f"{result.id} appears twice")
+            result = Skipped(result.location.full_name, result.location.file_path, "duplicate_id",
+                             f"{result.id} appears twice")
         if isinstance(result, LeanTarget):
             seen.add(result.id)
             targets.append(result)
@@ -441,9 +442,9 @@ def traced_theorem_source(theorem: Any, file: LeanSourceFile) -> TheoremSource:
     """The :class:`TheoremSource` of a ``lean_dojo.TracedTheorem`` whose file is ``file``
     (the text of ``theorem.traced_file.lean_file``)."""
     proof_start, _ = theorem.locate_proof()
-    return TheoremSource(url=theorem.repo.url, commit=theorem.repo.commit, file_path=str(theorem.file_path),
-                         full_name=theorem.theorem.full_name, start=tuple(theorem.start), end=tuple(theorem.end),
-                         file=file, proof_start=tuple(proof_start))
+    location = TheoremLocation(theorem.repo.url, theorem.repo.commit, str(theorem.file_path),
+                               theorem.theorem.full_name, tuple(theorem.start), tuple(theorem.end))
+    return TheoremSource(location, file, tuple(proof_start))
 
 
 def reason_counts(skipped: Iterable[Skipped]) -> str:
