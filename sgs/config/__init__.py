@@ -23,7 +23,8 @@ Three modules, each importing only the one before it (and none of them any
 data loading):
 
 * :mod:`sgs.config.schema`: the dataclasses, every field documented where it
-  is declared, and the allowed values of the choice fields;
+  is declared, and the allowed values of the choice fields (the evaluation
+  settings in :mod:`sgs.config.evaluation`, which the schema imports);
 * :mod:`sgs.config.validation`: :func:`validate` turns a composed
   ``DictConfig`` into a typed :class:`SGSConfig`, or raises
   :class:`ConfigError` listing every problem (value ranges, unknown choices,

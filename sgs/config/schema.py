@@ -17,6 +17,8 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from sgs.config.evaluation import EvaluationConfig
+
 #: Directory holding ``config.yaml`` and the config groups (repository root ``conf/``).
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
 #: Name of the primary config inside :data:`CONFIG_DIR`.
@@ -463,51 +465,6 @@ class WarmstartConfig:
     #: Training targets the warm-up report samples (see :mod:`sgs.sft`), a
     #: seeded subsample of the run's training targets; null samples all of them.
     report_targets: int | None = None
-
-
-@dataclass
-class EvaluationConfig:
-    """Solver evaluation (:mod:`sgs.evaluate`): on the held-out targets at the
-    start and end of a run, and pass@k on a benchmark (``python -m sgs.evaluate``,
-    or every ``every`` iterations of a run)."""
-
-    #: Proofs sampled per held-out target for the run's start/end pass@k
-    #: (with the Solver's sampling settings); 0 skips that evaluation.
-    k: int = 8
-    #: The benchmark: ``minif2f-test`` or ``proofnet-test`` (Lean 4, from the
-    #: Hugging Face hub), ``rocq-held-out`` (the held-out Rocq targets),
-    #: ``jsonl:PATH`` or a path (problems ``{"id", "statement", "header"?}``);
-    #: see :mod:`sgs.state.benchmarks`.  Null is the prover's own: ``rocq-held-out``
-    #: for Rocq, ``minif2f-test`` for Lean.
-    benchmark: str | None = None
-    #: A local copy of a named benchmark's data (JSONL, JSON or Parquet, in
-    #: the hub's layout), for machines that cannot reach the hub; null
-    #: downloads it.
-    benchmark_file: str | None = None
-    #: Evaluate only the first N problems of the benchmark; null uses all.
-    limit: int | None = None
-    #: The k of each reported pass@k.
-    ks: list[int] = field(default_factory=lambda: [1, 8, 32])
-    #: n, the proofs sampled per problem; pass@k is the unbiased estimate
-    #: from n samples, so n must be at least the largest k.
-    samples_per_problem: int = 32
-    #: The Solver weights to evaluate: a Hugging Face checkpoint directory or
-    #: hub id.  Null evaluates the run's base model, warm-started as
-    #: ``python -m sgs`` would start it.
-    checkpoint: str | None = None
-    #: Where ``python -m sgs.evaluate`` writes ``problems.jsonl`` and ``summary.json``.
-    output_dir: str = "runs/evaluations/${now:%Y-%m-%d_%H-%M-%S}"
-    #: Coverage of the bootstrap confidence interval of each pass@k.
-    confidence: float = 0.95
-    #: Evaluate the Solver on the benchmark every N iterations of a run; 0 never does.
-    every: int = 0
-    #: Conjectures that state a benchmark problem (when ``benchmark`` is set
-    #: or ``every`` > 0), up to whitespace and bound-variable names:
-    #: ``exclude`` rejects them (reason ``matches_benchmark``: never attempted,
-    #: never trained on), ``flag`` lets them through; both count them
-    #: (``conjectures_matching_benchmark``).  Conjectures equal to a target,
-    #: held-out ones included, are always rejected.
-    contamination: str = "exclude"
 
 
 @dataclass

@@ -1,0 +1,52 @@
+"""The evaluation settings of a run and of ``python -m sgs.evaluate``
+(a part of the schema in :mod:`sgs.config.schema`, kept in its own module
+so that each reads in one sitting)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class EvaluationConfig:
+    """Solver evaluation (:mod:`sgs.evaluate`): on the held-out targets at the
+    start and end of a run, and pass@k on a benchmark (``python -m sgs.evaluate``,
+    or every ``every`` iterations of a run)."""
+
+    #: Proofs sampled per held-out target for the run's start/end pass@k
+    #: (with the Solver's sampling settings); 0 skips that evaluation.
+    k: int = 8
+    #: The benchmark: ``minif2f-test`` or ``proofnet-test`` (Lean 4, from the
+    #: Hugging Face hub), ``rocq-held-out`` (the held-out Rocq targets),
+    #: ``jsonl:PATH`` or a path (problems ``{"id", "statement", "header"?}``);
+    #: see :mod:`sgs.state.benchmarks`.  Null is the prover's own: ``rocq-held-out``
+    #: for Rocq, ``minif2f-test`` for Lean.
+    benchmark: str | None = None
+    #: A local copy of a named benchmark's data (JSONL, JSON or Parquet, in
+    #: the hub's layout), for machines that cannot reach the hub; null
+    #: downloads it.
+    benchmark_file: str | None = None
+    #: Evaluate only the first N problems of the benchmark; null uses all.
+    limit: int | None = None
+    #: The k of each reported pass@k.
+    ks: list[int] = field(default_factory=lambda: [1, 8, 32])
+    #: n, the proofs sampled per problem; pass@k is the unbiased estimate
+    #: from n samples, so n must be at least the largest k.
+    samples_per_problem: int = 32
+    #: The Solver weights to evaluate: a Hugging Face checkpoint directory or
+    #: hub id.  Null evaluates the run's base model, warm-started as
+    #: ``python -m sgs`` would start it.
+    checkpoint: str | None = None
+    #: Where ``python -m sgs.evaluate`` writes ``problems.jsonl`` and ``summary.json``.
+    output_dir: str = "runs/evaluations/${now:%Y-%m-%d_%H-%M-%S}"
+    #: Coverage of the bootstrap confidence interval of each pass@k.
+    confidence: float = 0.95
+    #: Evaluate the Solver on the benchmark every N iterations of a run; 0 never does.
+    every: int = 0
+    #: Conjectures that state a benchmark problem (when ``benchmark`` is set
+    #: or ``every`` > 0), up to whitespace and bound-variable names:
+    #: ``exclude`` rejects them (reason ``matches_benchmark``: never attempted,
+    #: never trained on), ``flag`` lets them through; both count them
+    #: (``conjectures_matching_benchmark``).  Conjectures equal to a target,
+    #: held-out ones included, are always rejected.
+    contamination: str = "exclude"
