@@ -53,7 +53,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 HEADER_ENV_BASE = 1000
 
@@ -136,14 +136,8 @@ class Replay:
         env = self.fresh_env()
         if self.args.axioms == "silent":
             return json.dumps({"env": env})
-        shown = name.removeprefix("_root_.")
-        if self.args.axioms == "none":
-            text = f"'{shown}' does not depend on any axioms"
-        else:
-            separator = ",\n " if self.args.wrap_axioms else ", "
-            text = f"'{shown}' depends on axioms: [{separator.join(self.args.axioms.split(','))}]"
-        message = {"severity": "info", "pos": {"line": 1, "column": 0},
-                   "endPos": {"line": 1, "column": 13}, "data": text}
+        axioms = [] if self.args.axioms == "none" else self.args.axioms.split(",")
+        message = axioms_message(name, axioms, self.args.wrap_axioms)
         return json.dumps({"messages": [message], "env": env}, ensure_ascii=False, indent=1)
 
     def fresh_env(self) -> int:
@@ -197,8 +191,7 @@ class Replay:
 
     # -- I/O -----------------------------------------------------------------
     def write(self, answer: str) -> None:
-        sys.stdout.buffer.write(answer.encode("utf-8") + b"\n\n")
-        sys.stdout.flush()
+        write_answer(answer)
 
     def record(self, answer: str) -> None:
         """Remember the environment an answer handed out."""
@@ -210,26 +203,7 @@ class Replay:
             self.envs.add(env)
 
     def serve(self) -> None:
-        stdin = sys.stdin.buffer
-        while True:
-            line = stdin.readline()
-            if not line:
-                return
-            if not line.strip():
-                die("Could not parse JSON:\nunexpected end of input (a blank line where a request starts)")
-            lines = [line]
-            while (line := stdin.readline()).strip():
-                lines.append(line)
-            try:
-                request = json.loads("".join(part.decode("utf-8").rstrip() for part in lines))
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                die(f"Could not parse JSON:\n{e}")
-            if not isinstance(request, dict):
-                die("Could not parse as a valid JSON command:\nnot an object")
-            if self.args.request_log:
-                with open(self.args.request_log, "a", encoding="utf-8") as log:
-                    log.write(json.dumps({"pid": os.getpid(), "cwd": os.getcwd(), "request": request},
-                                         ensure_ascii=False) + "\n")
+        for request in read_requests(self.args.request_log):
             if self.faulty(request):
                 answer = self.fail(request)
             else:
@@ -244,6 +218,55 @@ def die(message: str) -> None:
     sys.stderr.write("uncaught exception: " + json.dumps({"message": message}) + "\n")
     sys.stderr.flush()
     os._exit(1)
+
+
+# -- the REPL's framing, shared with the stand-in (lean_standin.py) -----------------
+
+def read_requests(request_log: Optional[str] = None) -> Iterator[dict]:
+    """The requests on stdin, read as the REPL reads them: lines up to a
+    blank line, each line's end trimmed, joined with no separator, parsed as
+    JSON.  Invalid JSON, a non-object or a blank line where a request starts
+    kills the process as the REPL dies; EOF ends the iteration.  With
+    ``request_log``, each request is appended there as ``{"pid", "cwd",
+    "request"}``."""
+    stdin = sys.stdin.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            return
+        if not line.strip():
+            die("Could not parse JSON:\nunexpected end of input (a blank line where a request starts)")
+        lines = [line]
+        while (line := stdin.readline()).strip():
+            lines.append(line)
+        try:
+            request = json.loads("".join(part.decode("utf-8").rstrip() for part in lines))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            die(f"Could not parse JSON:\n{e}")
+        if not isinstance(request, dict):
+            die("Could not parse as a valid JSON command:\nnot an object")
+        if request_log:
+            with open(request_log, "a", encoding="utf-8") as log:
+                log.write(json.dumps({"pid": os.getpid(), "cwd": os.getcwd(), "request": request},
+                                     ensure_ascii=False) + "\n")
+        yield request
+
+
+def write_answer(answer: str) -> None:
+    """Write one answer and the blank line that ends it."""
+    sys.stdout.buffer.write(answer.encode("utf-8") + b"\n\n")
+    sys.stdout.flush()
+
+
+def axioms_message(name: str, axioms: list[str], wrap: bool = False) -> dict:
+    """The info message ``#print axioms NAME`` prints (Lean's wording; a long
+    list wraps over lines when ``wrap``)."""
+    shown = name.removeprefix("_root_.")
+    if not axioms:
+        text = f"'{shown}' does not depend on any axioms"
+    else:
+        text = f"'{shown}' depends on axioms: [{(',' + chr(10) + ' ' if wrap else ', ').join(axioms)}]"
+    return {"severity": "info", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 13}, "data": text}
 
 
 def main(argv: Optional[list[str]] = None) -> None:
