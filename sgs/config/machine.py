@@ -18,7 +18,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from sgs.config.schema import ProverConfig, SGSConfig, resolve_source_path
+from sgs.config.schema import HUB_SCHEME, ProverConfig, SGSConfig, resolve_source_path
 from sgs.config.validation import to_schema, warmstart_enabled
 
 
@@ -53,15 +53,26 @@ def _target_problems(cfg: SGSConfig) -> list[str]:
     source = cfg.targets.source
     path = resolve_source_path(source)
     if path is None:
-        if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes") and not _in_hub_cache(source):
             return [
-                f"targets.source={source!r} is on the Hugging Face hub but HF_HUB_OFFLINE is set; "
-                f"download it and pass the local file as targets.source=/path/to/targets.json"
+                f"targets.source={source!r} is on the Hugging Face hub but HF_HUB_OFFLINE is set and the local "
+                f"hub cache holds no copy; download it and pass the local file as targets.source=/path/to/targets.json"
             ]
         return []
     if not path.is_file():
         return [f"targets file not found: targets.source={source!r} ({path})"]
     return []
+
+
+def _in_hub_cache(source: str) -> bool:
+    """Whether the local Hugging Face hub cache holds a snapshot of the data set ``hf://owner/name``."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        snapshot_download(source[len(HUB_SCHEME):], repo_type="dataset", local_files_only=True)
+    except Exception:  # not cached (LocalEntryNotFoundError), or a name the hub would refuse
+        return False
+    return True
 
 
 def _model_path_problems(cfg: SGSConfig) -> list[str]:

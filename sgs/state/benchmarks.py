@@ -50,7 +50,7 @@ from sgs.config.benchmark_names import (
     HUB_BENCHMARKS, JSONL_PREFIX, NAMED_BENCHMARKS, ROCQ_HELD_OUT, HubBenchmark, benchmark_problems, resolve_name)
 from sgs.config import PROOF_LANGUAGES, ROCQ_TARGETS, TargetsConfig, resolve_source_path
 from sgs.state.records import Target
-from sgs.state.targets import TargetError, load_targets, parse_json
+from sgs.state.targets import TargetError, load_targets, parquet_rows, parse_json
 
 #: Longest Lean header accepted (the Lean backend's own limit).
 LEAN_MAX_HEADER_CHARS = 1_000_000
@@ -178,13 +178,7 @@ def _read_records(path: Path, *, jsonl: bool | None) -> list[tuple[str, Any]]:
 
 
 def _parquet_records(path: Path) -> Iterator[tuple[str, Any]]:
-    import pyarrow.parquet as pq  # a Ray dependency; only Parquet files need it
-
-    try:
-        rows = pq.read_table(path).to_pylist()
-    except Exception as error:  # pyarrow raises several unrelated types for a damaged file
-        raise BenchmarkError(f"{path}: not a readable Parquet table ({type(error).__name__}: {error})") from None
-    for index, row in enumerate(rows, 1):
+    for index, row in enumerate(parquet_rows(path, BenchmarkError), 1):
         yield f"{path}: row {index}", row
 
 

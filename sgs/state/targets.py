@@ -6,10 +6,12 @@ Two file formats, told apart by the prover language:
   ``header``, ``statement`` (``Theorem name : ... .``) and ``held_out``; other
   keys (reference ``proof``, ``difficulty``, ``topic``) are ignored.
 * Lean: records with ``id``, ``header`` and ``theorem`` (the statement up to
-  ``:= by``), as a JSON list, as JSONL, or as the D3k file's
+  ``:= by``), as a JSON list, as JSONL, as Parquet, or as the D3k file's
   ``{"target_statements": {id: record}}`` mapping; ``tools/trace_targets.py``
   writes this format (plus where each theorem came from: ``url``,
-  ``commit``, ``file_path``, ``full_name``, ``start``, ``end``).
+  ``commit``, ``file_path``, ``full_name``, ``start``, ``end``);
+  ``hf://owner/name`` reads a hub data set holding one such file or the
+  Parquet shards of a ``train`` split.
 * LeanDojo Benchmark 4 (Lean): a JSON list (or JSONL) of entries with
   ``url``, ``commit``, ``file_path``, ``full_name``, ``start``, ``end`` and
   ``traced_tactics``, told apart by those keys and no ``header``.  The entries
@@ -136,8 +138,10 @@ def _source_rows(source: str) -> list[dict]:
 
 
 def read_rows(path: Path) -> list[dict]:
-    """The records of a local target file (JSON list, JSONL or the D3k mapping),
-    or :class:`TargetError` naming the file and what is wrong with it."""
+    """The records of a local target file (JSON list, JSONL, Parquet or the D3k
+    mapping), or :class:`TargetError` naming the file and what is wrong with it."""
+    if path.suffix == ".parquet":
+        return parquet_rows(path)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
@@ -153,21 +157,45 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def _hub_rows(repo_id: str) -> list[dict]:
-    """The records of a Hugging Face data set repository's one JSON(L) file."""
+    """The records of a Hugging Face data set repository: its one JSON(L)
+    file, or else the Parquet shards of its ``train`` split (the layout
+    ``datasets``' ``push_to_hub`` writes, ``data/train-00000-of-00001.parquet``,
+    which ``load_dataset(repo_id)["train"]`` reads).  Downloaded, or read from
+    the local hub cache (``HF_HUB_CACHE``; with ``HF_HUB_OFFLINE=1`` only from
+    there)."""
     from huggingface_hub import snapshot_download
 
     try:
-        directory = Path(snapshot_download(repo_id, repo_type="dataset", allow_patterns=["*.json", "*.jsonl"]))
+        directory = Path(snapshot_download(repo_id, repo_type="dataset",
+                                           allow_patterns=["*.json", "*.jsonl", "*.parquet"]))
     except Exception as error:  # offline, DNS, HTTP, unknown repository: all end the same way for the user
         raise TargetError(
             f"could not download the hub data set {repo_id!r}: {type(error).__name__}: {error}\n"
-            f"Without access to the Hugging Face hub, download it elsewhere and pass its JSON(L) file with "
-            f"targets.source=PATH") from None
-    files = sorted(p for p in directory.rglob("*") if p.suffix in (".json", ".jsonl"))
-    if len(files) != 1:
-        raise TargetError(f"hub data set {repo_id!r} holds {len(files)} JSON files; "
-                          "download it and pass the one to use as targets.source")
-    return read_rows(files[0])
+            f"Without access to the Hugging Face hub, download it elsewhere and pass its JSON(L) or Parquet "
+            f"file with targets.source=PATH") from None
+    files = sorted(p for p in directory.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".parquet"))
+    json_files = [p for p in files if p.suffix != ".parquet"]
+    train_shards = [p for p in files if p.suffix == ".parquet"
+                    and (p.name.startswith("train") or p.parent.name == "train")]
+    if len(json_files) == 1:
+        return read_rows(json_files[0])
+    if not json_files and train_shards:
+        return [row for shard in train_shards for row in parquet_rows(shard)]
+    names = ", ".join(str(p.relative_to(directory)) for p in files) or "none"
+    raise TargetError(f"hub data set {repo_id!r}: expected one JSON(L) file or the Parquet shards of a "
+                      f"'train' split, found {names}; download it and pass the file to use as targets.source")
+
+
+def parquet_rows(path: Path, error: type[Exception] | None = None) -> list[dict]:
+    """The rows of a Parquet table as dicts, or ``error`` (default
+    :class:`TargetError`) naming the file when it cannot be read."""
+    import pyarrow.parquet as pq  # a Ray dependency; only Parquet files need it
+
+    try:
+        return pq.read_table(path).to_pylist()
+    except Exception as reason:  # pyarrow raises several unrelated types for a damaged file
+        raise (error or TargetError)(
+            f"{path}: not a readable Parquet table ({type(reason).__name__}: {reason})") from None
 
 
 def parse_json(text: str, where: str, error: type[Exception] | None = None) -> Any:
