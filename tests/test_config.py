@@ -269,7 +269,7 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
         (["targets.lean_repo_dir=/some/checkout"], "targets.lean_repo_dir applies to Lean targets (LeanDojo files) only"),
         (["prover=lean", "targets.lean_repo_dir=' '"], "targets.lean_repo_dir must not be empty"),
         (["warmstart.mode=sometimes"], "warmstart.mode='sometimes' is not one of auto, always, never"),
-        (["prover=lean", "warmstart.mode=always"], "warmstart.mode='always' needs a corpus"),
+        (["warmstart.corpus=null", "warmstart.mode=always"], "warmstart.mode='always' needs a corpus"),
         (["warmstart.corpus=hf://a/b"], "the corpus must be a local file or a pkg:// path"),
         (["warmstart.corpus=pkg://"], "warmstart.corpus: package source 'pkg://' must look like"),
         (["warmstart.roles=[solver,critic]"], "warmstart.roles holds 'critic'"),
@@ -297,7 +297,8 @@ def test_validate_names_the_bad_key(overrides, message):
     (["model.path=/some/checkpoint"], False),             # auto leaves a given checkpoint alone
     (["model.path=/some/checkpoint", "warmstart.mode=always"], True),
     (["warmstart.corpus=null"], False),                   # auto with no corpus has nothing to train on
-    (["prover=lean"], False),                             # no Lean corpus ships
+    (["prover=lean"], True),                              # the Lean corpus
+    (["+experiment=standard"], False),                    # DeepSeek-Prover-V2, a given checkpoint
 ])
 def test_the_warm_start_runs_for_the_tiny_model_unless_told_otherwise(overrides, enabled):
     assert C.warmstart_enabled(C.validate(compose_cfg(*overrides))) is enabled
@@ -321,7 +322,8 @@ def test_the_warm_start_defaults_to_the_provers_corpus():
     assert cfg.warmstart.corpus == "pkg://sgs/data/warmstart_rocq.jsonl"
     assert C.resolve_source_path(cfg.warmstart.corpus).is_file()
     assert sorted(cfg.warmstart.roles) == ["conjecturer", "guide", "solver"]
-    assert C.validate(compose_cfg("prover=lean")).warmstart.corpus is None
+    lean = C.validate(compose_cfg("prover=lean")).warmstart.corpus
+    assert lean == "pkg://sgs/data/warmstart_lean.jsonl" and C.resolve_source_path(lean).is_file()
 
 
 def test_a_missing_warm_start_corpus_is_reported_only_when_used(tmp_path):

@@ -239,7 +239,7 @@ def lean_prover_overrides(tmp_path: Path) -> list[str]:
     targets = tmp_path / "targets.json"
     targets.write_text(json.dumps([{"id": "demo", "header": header, "statement": statement}]))
     return ["prover=lean", f"prover.lean.repl_command={replay_command('file_env')}",
-            f"prover.lean.project_dir={project}", f"targets.source={targets}", "model=tiny"]
+            f"prover.lean.project_dir={project}", f"targets.source={targets}", "model=tiny", "warmstart.mode=never"]
 
 
 @needs_fixtures

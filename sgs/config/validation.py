@@ -454,8 +454,9 @@ def _check_warmstart(problems: list[str], ws: WarmstartConfig, cfg: SGSConfig) -
     _choice(problems, "warmstart.mode", ws.mode, WARMSTART_MODES)
     if ws.mode == "always" and ws.corpus is None:
         problems.append(
-            f"warmstart.mode='always' needs a corpus, but warmstart.corpus is null (prover {cfg.prover.backend!r} "
-            "ships none); give warmstart.corpus=/path/to/corpus.jsonl or set warmstart.mode=never"
+            f"warmstart.mode='always' needs a corpus, but warmstart.corpus is null (the {cfg.prover.language} "
+            f"default is {cfg.prover.default_warmstart_corpus}); give warmstart.corpus=/path/to/corpus.jsonl "
+            "or set warmstart.mode=never"
         )
     if ws.corpus is not None:
         if not ws.corpus.strip():
