@@ -5,7 +5,9 @@
 #
 # Needs internet access to GitHub (elan, toolchains, the REPL, Mathlib and its
 # cache come from there) plus git and curl.  It cannot run on machines that only
-# reach package registries; there the Rocq backend is the real prover.
+# reach package registries; there the Rocq backend is the real prover.  Without
+# GitHub it stops before writing anything (exit 1); a run that fails later
+# removes what it created (exit 1); a tag a repository lacks is exit 2.
 set -euo pipefail
 
 usage() {
@@ -51,10 +53,37 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+[[ "$TAG" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-rc[0-9]+)?$ ]] || { echo "--tag must look like v4.15.0, got '$TAG'" >&2; exit 2; }
+[[ -n "$DIR" ]] || { echo "--dir must not be empty" >&2; exit 2; }
+
 say() { echo "[setup_lean] $*"; }
+fail() { echo "[setup_lean] $*" >&2; exit 1; }
 for tool in git curl; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "[setup_lean] $tool is required" >&2; exit 1; }
+  command -v "$tool" >/dev/null 2>&1 || fail "$tool is required"
 done
+
+# 0. Before anything is written: GitHub must answer, and both repositories
+# must have TAG.  Without network access this is where the script stops.
+for repo in leanprover-community/repl leanprover-community/mathlib4; do
+  if ! found="$(git ls-remote --tags "https://github.com/$repo" "refs/tags/$TAG" 2>&1)"; then
+    echo "[setup_lean] cannot reach GitHub (https://github.com/$repo): ${found##*$'\n'}" >&2
+    fail "this script needs internet access to github.com (elan, the REPL, Mathlib and its cache come from there); nothing was installed or changed"
+  fi
+  [[ -n "$found" ]] || { echo "[setup_lean] tag $TAG not found in $repo; pick a tag both repositories have" >&2; exit 2; }
+done
+
+# What this run creates is removed again if it fails, so that no half-built
+# checkout is left behind (checkouts from an earlier run are kept and re-used).
+CREATED=()
+cleanup() {
+  local status=$?
+  if [[ $status -ne 0 && ${#CREATED[@]} -gt 0 ]]; then
+    echo "[setup_lean] failed; removing what this run created: ${CREATED[*]}" >&2
+    rm -rf -- "${CREATED[@]}"
+  fi
+}
+trap cleanup EXIT
+[[ -d "$DIR" ]] || CREATED+=("$DIR")
 mkdir -p "$DIR"
 DIR="$(cd "$DIR" && pwd)"
 
@@ -62,6 +91,7 @@ DIR="$(cd "$DIR" && pwd)"
 export PATH="$HOME/.elan/bin:$PATH"
 if ! command -v elan >/dev/null 2>&1; then
   say "installing elan"
+  [[ -d "$HOME/.elan" ]] || CREATED+=("$HOME/.elan")
   curl -sSfL https://raw.githubusercontent.com/leanprover/elan/master/elan-init.sh \
     | sh -s -- -y --default-toolchain none --no-modify-path
 fi
@@ -69,6 +99,7 @@ fi
 # clone_at URL DEST TAG: a shallow checkout of exactly TAG (re-used if present)
 clone_at() {
   local url="$1" dest="$2" tag="$3"
+  [[ -d "$dest/.git" ]] || CREATED+=("$dest")
   if [[ -d "$dest/.git" ]]; then
     git -C "$dest" fetch --quiet --depth 1 origin "refs/tags/$tag:refs/tags/$tag"
     git -C "$dest" -c advice.detachedHead=false checkout --quiet "tags/$tag"
