@@ -91,6 +91,27 @@ def test_tactic_env_on_lean_repl_proof_states():
         env.close()
 
 
+def test_tactic_env_with_the_lean_stand_in_rechecks_the_whole_script():
+    """The Lean REPL stand-in (a test double that judges any proof by its rule)
+    drives a whole episode, including the whole-proof re-check the replay cannot answer."""
+    from tests.lean.test_lean_standin import HEADER, standin_command
+
+    spec = BackendSpec("lean", {"repl_command": standin_command(), "spare": False, "timeout": 30.0,
+                                "header_timeout": 30.0})
+    env = TacticEnv([{"id": "t", "header": HEADER, "statement": "theorem t : ∀ n : ℕ, n + 2 > n := by"}],
+                    spec, timeout=30)
+    try:
+        goals, _ = env.reset()
+        assert goals == "⊢ ∀ n : ℕ, n + 2 > n"
+        goals, reward, terminated, _, info = env.step("intro n")
+        assert (goals, reward, terminated) == ("n : ℕ\n⊢ n + 2 > n", 0.0, False)
+        assert env.step("ring")[1:3] == (0.0, False)          # refused: the state is unchanged
+        _, reward, terminated, _, info = env.step("omega")
+        assert (reward, terminated, info["kind"]) == (1.0, True, "completed")
+    finally:
+        env.close()
+
+
 def test_byte_codec_roundtrip():
     assert ByteCodec.decode_action(np.array([104, 105, 0, 120])) == "hi"
     assert ByteCodec.decode_action(np.array([255, 0])) == "\ufffd"
