@@ -11,7 +11,9 @@ answer carries):
 2. ``theorem``/``lemma`` is followed by a name;
 3. the binders are bracketed groups: ``(x y : T)``, ``{x : T}``, ``⦃x : T⦄``
    (``(x : T := default)`` too) and instance binders ``[C]``/``[h : C]``;
-4. then ``:``, a non-empty type, and ``:= by`` (or ``:= sorry``);
+4. then ``:``, a non-empty type, and ``:= by`` (or ``:= sorry``); the type
+   holds no further ``:`` outside brackets except after a binder keyword
+   (``∀ x : ℕ,``, ``let y : ℝ := ...``);
 5. every identifier of the binder types and the type is known: bound in the
    statement (a binder, or a name introduced by ``∀ ∃ ∃! fun λ let ∑ ∏ ⋃ ⋂``,
    ``{x | ...}``), a keyword, one letter with optional digits, subscripts or
@@ -159,6 +161,10 @@ def parse_declaration(command: str) -> Declaration:
     goal_text = " ".join(code[colon + 1:assign].split())
     if not goal_text:
         raise Malformed("unexpected token ':='; expected term", assign, assign + 2)
+    stray = _stray_colon(code, colon + 1, assign)
+    if stray is not None:
+        raise Malformed("unexpected token ':'; expected ':=' (a type ascription needs parentheses)", stray,
+                        stray + 1)
     after = code[assign + 2:]
     by = re.match(r"\s*by\b", after)
     if by is not None:
@@ -171,6 +177,24 @@ def parse_declaration(command: str) -> Declaration:
     declaration.bound = _bound_names(code[head.end():assign]) | {b.name for b in binders}
     _check_identifiers(code, name_span[1] if name else head.end(), assign, declaration.bound)
     return declaration
+
+
+def _stray_colon(code: str, start: int, end: int) -> Optional[int]:
+    """Offset of a ``:`` outside brackets in the type that no binder
+    (``∀ x : T,``, ``let x : T :=``...) explains, or None."""
+    depth, binding = 0, False
+    for tok, s, _ in token_spans(code[start:end]):
+        if tok in _OPENERS:
+            depth += 1
+        elif tok in _CLOSERS:
+            depth -= 1
+        elif depth == 0 and tok in _BINDING:
+            binding = True
+        elif depth == 0 and tok in (",", ":=", "=>", "↦"):
+            binding = False
+        elif depth == 0 and tok == ":" and not binding:
+            return start + s
+    return None
 
 
 def _name_like(text: str) -> bool:

@@ -143,6 +143,8 @@ def test_the_rule_judges_proofs(backend, statement, body, valid):
     ("theorem c x : x = x := by", False),                             # a binder without brackets
     ("theorem c : bar 3 = 4 := by", False),                           # an applied unknown name
     ("theorem c : M + 1 > M := by", True),                            # an auto-bound implicit
+    ("theorem c :\n    b :\n    17 ^ 2 % 3 = 7 := by", False),          # a second top-level colon
+    ("theorem c : ∀ x : ℕ, ∃ y : ℕ, y > x := by", True),               # colons of binders
 ])
 def test_the_rule_judges_statements(backend, statement, elaborates):
     verdict = backend.check_statement(HEADER, statement, 60)
