@@ -266,21 +266,6 @@ def test_evaluate_with_prover_lean(tmp_path):
     assert problem["id"] == "p1" and sum(problem["statuses"].values()) == 2
 
 
-@needs_fixtures
-@pytest.mark.slow
-def test_run_with_prover_lean(tmp_path):
-    """``python -m sgs prover=lean ...``: one iteration of the loop with the Lean backend, to its summary."""
-    run_dir = tmp_path / "run"
-    proc = run([sys.executable, "-m", "sgs", *lean_prover_overrides(tmp_path), "resources=local_cpu",
-                "scale=laptop", "iterations=1", f"run_dir={run_dir}"],
-               timeout=600, SGS_CACHE_DIR=str(tmp_path / "cache"), WANDB_SILENT="true")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "== SGS run summary (standard, model tiny, prover lean) ==" in proc.stdout
-    assert "the base Solver (no warm start)'s pass@8" in proc.stdout
-    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [m["iteration"] for m in metrics] == [0]
-
-
 def test_unreachable_hub_targets_are_a_usage_error(tmp_path):
     """The Lean default targets live on the Hugging Face hub; when the download fails (no network
     here; a repository that does not exist anywhere), the run says so and how to pass a local
