@@ -26,9 +26,9 @@ import random
 from fractions import Fraction
 from typing import Optional
 
+from tests.lean.standin_eval import compile_arith, compile_prop
 from tests.lean.standin_terms import (
-    Call, Cast, Const, NotClosed, Num, Op, Quant, Term, compile_arith, compile_prop, domain, lean_text, literals_in,
-    names_in, relation_domain, show)
+    Call, Cast, Const, NotClosed, Num, Op, Quant, Term, domain, lean_text, literals_in, names_in, relation_domain, show)
 
 #: largest number of points the omega search tries
 SEARCH_LIMIT = 5_000

@@ -40,7 +40,7 @@ tactic                    succeeds when                                         
 
 "closed" means no variables: literals, ``+ - * / % ^``, ``|x|``, ``n !``,
 ``min``, ``max``, ``gcd``, ``lcm``, ``choose``, ``factorial`` and exact
-square roots (:mod:`tests.lean.standin_terms`).  "all three" axioms are
+square roots (:mod:`tests.lean.standin_eval`).  "all three" axioms are
 ``propext``, ``Classical.choice`` and ``Quot.sound``, what ``#print axioms``
 shows for proofs by these tactics in Mathlib.
 """
@@ -56,9 +56,10 @@ from typing import Callable, Optional
 from lean_env.lean.checks import mask_comments_and_literals
 from tests.lean.standin_linear import NotLinear, linarith_refutes, omega_counterexample
 from tests.lean.standin_statement import Binder, Declaration, pretty
+from tests.lean.standin_eval import atoms_of, closed_truth, compile_arith
 from tests.lean.standin_terms import (
-    Call, Cast, Const, Name, NotClosed, Num, Op, Quant, Term, Unparsed, atoms_of, closed_truth, compile_arith,
-    lean_text, names_in, parse, relation_domain, show)
+    Call, Cast, Const, Name, NotClosed, Num, Op, Quant, Term, Unparsed, lean_text, names_in, parse, relation_domain,
+    show)
 
 NO_AXIOMS: tuple[str, ...] = ()
 CLASSICAL = ("propext", "Classical.choice", "Quot.sound")
@@ -69,7 +70,7 @@ OTHER_TACTICS = frozenset("""
 rw rwa rewrite simp_all simp_arith field_simp constructor use exists refine apply exact? apply? rintro obtain
 rcases cases induction have show calc unfold norm_cast push_cast exact_mod_cast linear_combination polyrith
 aesop tauto bound gcongr subst split_ifs by_contra by_cases contradiction exfalso left right ext funext congr
-specialize interval_cases fin_cases nlinarith! positivity! field_simp! set let suffices change symm
+specialize interval_cases fin_cases set let suffices change symm simpa exact_mod_cast norm_num1 zify qify
 """.split())
 
 
