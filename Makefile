@@ -3,7 +3,7 @@
 #   make test   set everything up, then run the test suite
 PY := .venv/bin/python
 
-.PHONY: setup demo test test-fast verify-sample bench clean
+.PHONY: setup demo test test-fast verify-sample bench bench-quick gpu-check clean
 
 setup:
 	bash tools/setup.sh
@@ -25,10 +25,15 @@ test: setup
 test-fast: setup
 	RAY_AUTH_MODE=disabled $(PY) -m pytest tests -q -m "not slow" $(PYTEST_ARGS)
 
-# every benchmark; each prints its table and, last, its ratio (figures in benchmarks/README.md)
+# every benchmark, BENCH_RUNS times each, into benchmarks/results.json; the
+# READMEs' figures are rendered from it (run on a quiet machine: load average < 1)
+BENCH_RUNS ?= 3
 bench: setup
-	for script in verifier generation rollout learner weight_transfer; do \
-	    RAY_AUTH_MODE=disabled $(PY) benchmarks/$$script.py || exit 1; done
+	RAY_AUTH_MODE=disabled $(PY) benchmarks/harness.py --runs $(BENCH_RUNS) $(BENCH_ARGS)
+
+# one run each at small sizes, into runs/bench/ (tries the harness; no README changes)
+bench-quick: setup
+	RAY_AUTH_MODE=disabled $(PY) benchmarks/harness.py --quick $(BENCH_ARGS)
 
 clean:
 	rm -rf .venv runs .pytest_cache

@@ -42,24 +42,13 @@ from pathlib import Path
 
 import ray
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sgs.machinery.learner import TorchUpdate, TrainExample, TrainSettings, make_optimizer, plan_steps, run_steps, train
 from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
+from shapes import build_7b
 
 OBJECTIVE = "reinforce"
-
-# DeepSeek-Prover-V2-7B is a DeepSeek-Prover-V1.5 Llama with a longer context; only the shape matters here.
-SHAPE_7B = {
-    "hidden_size": 4096,
-    "intermediate_size": 11008,
-    "num_hidden_layers": 30,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 32,
-    "vocab_size": 102400,
-    "max_position_embeddings": 32768,
-}
-
 
 @dataclass
 class Row:
@@ -81,26 +70,9 @@ class Row:
 def build_checkpoint(shape: str, directory: Path, layers: int | None = None) -> str:
     """The benchmark's base checkpoint: the tiny model, or a random bf16 7B-shaped Llama with the tiny tokenizer
     (``layers`` keeps the 7B width with fewer layers, so that every row fits one GPU)."""
-    tiny = str(build_tiny_model(directory / "tiny", [], TinyModelSettings(), seed=0))
     if shape == "tiny":
-        return tiny
-    tokenizer = AutoTokenizer.from_pretrained(tiny)
-    config = LlamaConfig(
-        **{**SHAPE_7B, **({"num_hidden_layers": layers} if layers else {})},
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=False,
-    )
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-    path = directory / "7b"
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    del model
-    torch.cuda.empty_cache()
-    return str(path)
+        return str(build_tiny_model(directory / "tiny", [], TinyModelSettings(), seed=0))
+    return str(build_7b(directory, layers=layers))
 
 
 def make_examples(count: int, prompt_len: int, completion_len: int, vocab: int) -> list[TrainExample]:

@@ -43,14 +43,8 @@ from transformers import AutoModelForCausalLM
 from sgs.machinery.engines import EngineGroup
 from sgs.machinery.engines.hf import completion_logprobs
 from sgs.machinery.engines.weight_transfer import send_weights
-from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
+from shapes import SHAPES, build_model
 
-SHAPES = {
-    "tiny": TinyModelSettings(hidden_size=256, intermediate_size=1024, num_hidden_layers=4, num_attention_heads=4,
-                              num_key_value_heads=4, max_position_embeddings=1024),
-    "medium": TinyModelSettings(hidden_size=1024, intermediate_size=4096, num_hidden_layers=12,
-                                num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=1024),
-}
 PROBE = ([1, 40, 41, 42, 43, 44, 45], [50, 51, 52, 53, 54, 55, 56, 57])
 
 
@@ -72,8 +66,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch:
         workdir = args.workdir or Path(scratch)
-        path_a = str(build_tiny_model(workdir / "a", [], SHAPES[args.shape], seed=0))
-        path_b = str(build_tiny_model(workdir / "b", [], SHAPES[args.shape], seed=1))
+        path_a = str(build_model(args.shape, workdir, seed=0))
+        path_b = str(build_model(args.shape, workdir, seed=1))
         model_a = AutoModelForCausalLM.from_pretrained(path_a).eval()
         model_b = AutoModelForCausalLM.from_pretrained(path_b).eval()
         parameters = sum(p.numel() for p in model_b.parameters())
