@@ -35,5 +35,12 @@ bench: setup
 bench-quick: setup
 	RAY_AUTH_MODE=disabled $(PY) benchmarks/harness.py --quick $(BENCH_ARGS)
 
+# the GPU suite (benchmarks/README.md) on a machine with one NVIDIA GPU, with
+# the machine's own python3 where there is no .venv; on a machine without a
+# package index, first: source .gpu_bundle/activate.sh (tools/gpu_bundle.sh)
+GPU_PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+gpu-check:
+	RAY_AUTH_MODE=disabled $(GPU_PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
+
 clean:
 	rm -rf .venv runs .pytest_cache
