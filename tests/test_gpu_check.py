@@ -84,15 +84,16 @@ def test_a_stage_that_breaks_or_lacks_something_is_recorded(tmp_path, monkeypatc
         assert (outcome["status"], outcome["reason"]) == (status, reason)
 
 
-@pytest.mark.parametrize("gpu", [True, False])
-def test_the_loop_stage_runs_a_valid_config(tmp_path, gpu):
-    """Its overrides (three vLLM engines and the learner sharing one GPU) pass the config's own checks."""
-    command = gpu_stages.loop_command(gpu, tmp_path / "run")
+@pytest.mark.parametrize("gpu, vllm", [(True, True), (True, False), (False, True)])
+def test_the_loop_stage_runs_a_valid_config(tmp_path, gpu, vllm):
+    """Its overrides (three engines and the learner sharing one GPU) pass the config's own checks."""
+    command = gpu_stages.loop_command(gpu, tmp_path / "run", vllm)
     assert command[1:3] == ["-m", "sgs"]
     with initialize_config_dir(config_dir=str(C.CONFIG_DIR), version_base="1.3"):
         cfg = C.validate(compose(config_name=C.CONFIG_NAME, overrides=command[3:]))
     assert cfg.iterations == (2 if gpu else 1)
     if gpu:
         res = cfg.resources
-        assert res.engine_backend == "vllm" and res.engine_gpu_memory_fraction == 0.2
+        assert res.engine_backend == ("vllm" if vllm else "transformers")
+        assert res.engine_gpu_memory_fraction == (0.2 if vllm else None)
         assert 3 * res.gpus_per_engine + res.gpus_per_learner_worker <= res.num_gpus
