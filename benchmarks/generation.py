@@ -3,15 +3,9 @@ model, same prompts, same sampling settings, on this machine.
 
     RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/generation.py [--shape tiny|7b] [--prompts 16] [--n 8]
 
-The model is built locally with random weights (no download):
-
-* ``--shape tiny`` (default): a Llama with hidden 256, 4 layers, 4 heads
-  (head_dim 64, vLLM's CPU kernels need >= 32) and the project's tiny BPE
-  tokenizer, in float32.  Runs on a CPU.
-* ``--shape 7b``: DeepSeek-Prover-V2-7B's shape (Llama, hidden 4096,
-  intermediate 11008, 30 layers, 32 heads, vocabulary 102400) in bfloat16,
-  ~14 GB on disk, for GPU machines.  The tokenizer is still the tiny one;
-  sampled ids beyond it decode to nothing, which costs the engines the same.
+The model is built locally with random weights (no download; :mod:`shapes`):
+``--shape tiny`` (default; hidden 256, 4 layers, float32, runs on a CPU) or
+``--shape 7b`` (DeepSeek-Prover-V2-7B's shape in bfloat16, for GPU machines).
 
 Each backend runs in a subprocess of its own, so neither inherits the other's
 memory (GPU memory especially) or process-wide settings (vLLM's CPU worker
@@ -22,7 +16,9 @@ samples against a teacher-forced transformers pass (``logprobs_of``, which
 loads the model on the CPU) and reports the largest log-prob gap.
 
 Prints a table and, as its last line, ``generation: <ratio>x`` (vLLM tokens/s
-over transformers tokens/s).  Timings on a shared machine are noisy.
+over transformers tokens/s).  Timings on a shared machine are noisy; the
+line before it gives the same ratio per CPU second of each engine's process,
+which moves less with other load (``--json`` writes both).
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@
 #                       lacks (DEVICE_HAS below: its image as of 2026-11-17),
 #                       installed for its Python ($SGS_BUNDLE_PYTHON, 3.12) with
 #                       pip --target, at the versions of this machine's .venv;
-#                       Ray's Java jar and the dashboard's source maps left out.
+#                       Ray's Java jar, the dashboard's source maps and its
+#                       binaries' symbol tables left out.
 #   OUT/activate.sh     to source there: unpacks both once under /tmp/sgs-bundle
 #                       and sets PATH, COQLIB, COQCORELIB, OCAMLPATH, PYTHONPATH.
 #
@@ -26,6 +27,7 @@
 # on a machine without it the suite skips the vLLM stages and says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export XZ_OPT="${XZ_OPT:--9 -T0}"
 
 OUT="${1:-.gpu_bundle}"
 PY="${SGS_BUNDLE_VENV_PYTHON:-.venv/bin/python}"
@@ -91,6 +93,11 @@ done
     --implementation cp --only-binary=:all: --platform manylinux2014_x86_64 "$STAGE"/wheels/*.whl
 rm -rf "$STAGE/site/ray/jars" "$STAGE"/site/bin
 find "$STAGE/site" \( -name '*.js.map' -o -name __pycache__ \) -prune -exec rm -rf {} +
+# Ray's binaries carry symbol tables the processes never read (a third of their size)
+if command -v strip >/dev/null; then
+  find "$STAGE/site/ray" -type f \( -name '*.so' -o -perm -u+x \) -exec sh -c \
+    'for f; do head -c4 "$f" | grep -q ELF && strip --strip-unneeded "$f"; done' sh {} +
+fi
 tar -C "$STAGE/site" -cJf "$OUT/python.tar.xz" .
 
 cat > "$OUT/activate.sh" <<'EOF'
