@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=None, help="results file (default benchmarks/results.json)")
     parser.add_argument("--no-readmes", action="store_true", help="do not re-render the READMEs' figures")
     parser.add_argument("--render-readmes", action="store_true",
-                        help="re-render the READMEs' figures from the results file; run nothing")
+                        help="re-render results.md and the READMEs' figures from the results file; run nothing")
     parser.add_argument("--check-readmes", action="store_true",
                         help="exit 1 if a README's quoted figure differs from the results file; run nothing")
     args = parser.parse_args(argv)
@@ -213,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if drift else 0
 
     if args.render_readmes:
+        figures.write_markdown(results, BENCHMARKS, output_path.with_suffix(".md"))
         figures.render_readmes(results, BENCHMARKS, REPO)
         return 0
 
