@@ -22,6 +22,7 @@ an out-of-memory error in one leaves the GPU clean for the next:
 * ``loop``: ``python -m sgs`` with the tiny model and Rocq, warm start and two
   iterations, three vLLM engines and the learner sharing the GPU.
 
+The ``environment`` stage always runs (every report names its machine).
 A stage that lacks what it needs is skipped and one that breaks is recorded
 as failed, each with its reason, and the next one runs.  The figures go to
 ``<out>/gpu_check.json`` and ``<out>/gpu_check.md`` with the date and the
@@ -112,6 +113,8 @@ def main() -> int:
     unknown = [name for name in chosen if name not in STAGES]
     if unknown or not chosen:
         parser.error(f"--stages: unknown stage {', '.join(unknown) or '(none given)'}; available: {', '.join(STAGES)}")
+    if "environment" not in chosen:
+        chosen.insert(0, "environment")  # every report names its machine and GPU
     if args.stage_timeout <= 0:
         parser.error("--stage-timeout must be positive")
     out = args.out or REPO / "runs" / "gpu_check" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -158,7 +158,7 @@ def generation(ctx: CheckContext) -> Outcome:
         "transformers_tokens_per_s": round(hf["tokens_per_s"], 1), "ratio": round(report["ratio"], 3),
         "vllm_startup_s": round(vllm["startup_s"], 1), "max_logprob_gap": vllm.get("max_logprob_gap")},
         notes=["gap: vLLM's sampled-token log-probs against a teacher-forced transformers pass on the CPU "
-               "(bf16 on the 7B shape, so gaps of order 1e-2 are rounding)"])
+               "(bf16 on the 7B shape, so gaps of order 1e-2 are rounding)"] if gpu else [])
 
 
 def learner_step(ctx: CheckContext) -> Outcome:
@@ -309,10 +309,10 @@ def loop(ctx: CheckContext) -> Outcome:
     figures: dict[str, Any] = {"iterations": len(lines), "wall_s": round(time.perf_counter() - started, 1),
                                "engines": "vllm" if gpu and vllm else "transformers"}
     if lines:
-        figures["cumulative_solve_rate"] = lines[-1].get("cumulative_solve_rate")
-        figures["generations"] = sum(line.get("generations", 0) for line in lines)
-        figures.update({key: value for key, value in _flatten(lines[-1]).items()
-                        if "probe_logprob_gap_max" in key or key.startswith("time/")})
+        last = _flatten(lines[-1])
+        figures.update(cumulative_solve_rate=last.get("cumulative_solve_rate"), generations=last.get("generations"))
+        figures.update({key: value for key, value in last.items() if "probe_logprob_gap_max" in key
+                        or key.startswith(("phase_seconds/", "tokens_per_second/", "faults/engine_restarts/"))})
     notes = [] if gpu else ["dry run: one iteration on the CPU placement, no warm start"]
     if gpu and not vllm:
         notes.append("vLLM is not installed: the transformers engines ran on the GPU instead")
