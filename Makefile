@@ -3,7 +3,7 @@
 #   make test   set everything up, then run the test suite
 PY := .venv/bin/python
 
-.PHONY: setup demo test test-fast verify-sample bench clean
+.PHONY: setup demo test test-fast verify-sample bench bench-quick gpu-check clean
 
 setup:
 	bash tools/setup.sh
@@ -25,10 +25,22 @@ test: setup
 test-fast: setup
 	RAY_AUTH_MODE=disabled $(PY) -m pytest tests -q -m "not slow" $(PYTEST_ARGS)
 
-# every benchmark; each prints its table and, last, its ratio (figures in benchmarks/README.md)
+# every benchmark, BENCH_RUNS times each, into benchmarks/results.json; the
+# READMEs' figures are rendered from it (run on a quiet machine: load average < 1)
+BENCH_RUNS ?= 3
 bench: setup
-	for script in verifier generation rollout learner weight_transfer; do \
-	    RAY_AUTH_MODE=disabled $(PY) benchmarks/$$script.py || exit 1; done
+	RAY_AUTH_MODE=disabled $(PY) benchmarks/harness.py --runs $(BENCH_RUNS) $(BENCH_ARGS)
+
+# one run each at small sizes, into runs/bench/ (tries the harness; no README changes)
+bench-quick: setup
+	RAY_AUTH_MODE=disabled $(PY) benchmarks/harness.py --quick $(BENCH_ARGS)
+
+# the GPU suite (benchmarks/README.md) on a machine with one NVIDIA GPU, with
+# the machine's own python3 where there is no .venv; on a machine without a
+# package index, first: source .gpu_bundle/activate.sh (tools/gpu_bundle.sh)
+GPU_PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+gpu-check:
+	RAY_AUTH_MODE=disabled $(GPU_PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf .venv runs .pytest_cache

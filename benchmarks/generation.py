@@ -3,15 +3,9 @@ model, same prompts, same sampling settings, on this machine.
 
     RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/generation.py [--shape tiny|7b] [--prompts 16] [--n 8]
 
-The model is built locally with random weights (no download):
-
-* ``--shape tiny`` (default): a Llama with hidden 256, 4 layers, 4 heads
-  (head_dim 64, vLLM's CPU kernels need >= 32) and the project's tiny BPE
-  tokenizer, in float32.  Runs on a CPU.
-* ``--shape 7b``: DeepSeek-Prover-V2-7B's shape (Llama, hidden 4096,
-  intermediate 11008, 30 layers, 32 heads, vocabulary 102400) in bfloat16,
-  ~14 GB on disk, for GPU machines.  The tokenizer is still the tiny one;
-  sampled ids beyond it decode to nothing, which costs the engines the same.
+The model is built locally with random weights (no download; :mod:`shapes`):
+``--shape tiny`` (default; hidden 256, 4 layers, float32, runs on a CPU) or
+``--shape 7b`` (DeepSeek-Prover-V2-7B's shape in bfloat16, for GPU machines).
 
 Each backend runs in a subprocess of its own, so neither inherits the other's
 memory (GPU memory especially) or process-wide settings (vLLM's CPU worker
@@ -22,7 +16,9 @@ samples against a teacher-forced transformers pass (``logprobs_of``, which
 loads the model on the CPU) and reports the largest log-prob gap.
 
 Prints a table and, as its last line, ``generation: <ratio>x`` (vLLM tokens/s
-over transformers tokens/s).  Timings on a shared machine are noisy.
+over transformers tokens/s).  Timings on a shared machine are noisy; the
+line before it gives the same ratio per CPU second of each engine's process,
+which moves less with other load (``--json`` writes both).
 """
 
 from __future__ import annotations
@@ -36,42 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from shapes import build_model
+
 TARGETS = Path(__file__).resolve().parents[1] / "sgs" / "data" / "rocq_targets.jsonl"
 BACKENDS = ("transformers", "vllm")
-
-#: DeepSeek-Prover-V2-7B's architecture (a Llama; see its config.json).
-SHAPE_7B = dict(
-    vocab_size=102400, hidden_size=4096, intermediate_size=11008, num_hidden_layers=30,
-    num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096,
-)
-
-
-def build_model(shape: str, out_dir: Path) -> Path:
-    """Build the benchmark model into ``out_dir`` (reused if already there)."""
-    from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
-
-    if shape == "tiny":
-        settings = TinyModelSettings(hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
-                                     num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=1024)
-        return build_tiny_model(out_dir / "tiny", [], settings, seed=0)
-    path = out_dir / "7b"
-    if (path / "config.json").exists():
-        return path
-    import torch
-    from transformers import AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
-
-    tokenizer = AutoTokenizer.from_pretrained(build_tiny_model(out_dir / "tokenizer", [], TinyModelSettings()))
-    config = LlamaConfig(**SHAPE_7B, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False, dtype="bfloat16")
-    # Initialising 7B parameters is minutes on a CPU and seconds on a GPU.
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    with torch.device(device):
-        torch.manual_seed(0)
-        model = LlamaForCausalLM(config).to(torch.bfloat16)
-    model.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
 
 
 def make_prompts(count: int) -> list[str]:
@@ -90,14 +54,14 @@ def run_backend(backend: str, model: str, args: argparse.Namespace) -> dict:
     prompts = make_prompts(args.prompts)
     engine.generate(prompts[:2], SamplingSettings(n=2, max_tokens=8, seed=1))
     settings = SamplingSettings(n=args.n, max_tokens=args.max_tokens, seed=0)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     results = engine.generate(prompts, settings)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     samples = [sample for group in results for sample in group]
     tokens = sum(sample.num_tokens for sample in samples)
     report = {
         "backend": backend, "startup_s": startup, "wall_s": wall, "tokens": tokens,
-        "tokens_per_s": tokens / wall, "samples": len(samples),
+        "tokens_per_s": tokens / wall, "samples": len(samples), "cpu_s": cpu, "tokens_per_cpu_s": tokens / cpu,
         "mean_entropy": sum(sample.entropy for sample in samples) / len(samples),
     }
     if backend == "vllm" and args.check:
@@ -116,6 +80,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--check", type=int, default=4,
                         help="vLLM samples checked against a teacher-forced transformers pass (0: none)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the measurements to this JSON file")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "sgs-generation-benchmark",
                         help="where the model is built (and reused by later runs)")
     # A worker subprocess's job: time --backend on --model, write the measurements to --report.
@@ -145,14 +110,20 @@ def main() -> None:
     print(f"\nmodel: {args.shape} ({model}); {args.prompts} prompts x n={args.n}, "
           f"max_tokens={args.max_tokens}, temperature 1, seed 0; {os.cpu_count()} CPUs")
     print(f"{'backend':<14}{'start-up s':>12}{'samples':>9}{'tokens':>9}{'wall s':>9}{'tokens/s':>10}"
-          f"{'entropy':>9}")
+          f"{'CPU s':>8}{'tokens/CPU s':>14}{'entropy':>9}")
     for report in reports.values():
         print(f"{report['backend']:<14}{report['startup_s']:>12.1f}{report['samples']:>9}{report['tokens']:>9}"
-              f"{report['wall_s']:>9.2f}{report['tokens_per_s']:>10.0f}{report['mean_entropy']:>9.3f}")
+              f"{report['wall_s']:>9.2f}{report['tokens_per_s']:>10.0f}{report['cpu_s']:>8.1f}"
+              f"{report['tokens_per_cpu_s']:>14.0f}{report['mean_entropy']:>9.3f}")
     if "max_logprob_gap" in reports["vllm"]:
         print(f"vLLM sampled-token log-probs vs teacher-forced transformers ({args.check} samples): "
               f"max |gap| = {reports['vllm']['max_logprob_gap']:.2e}")
     ratio = reports["vllm"]["tokens_per_s"] / reports["transformers"]["tokens_per_s"]
+    cpu_ratio = reports["vllm"]["tokens_per_cpu_s"] / reports["transformers"]["tokens_per_cpu_s"]
+    print(f"per CPU second (less sensitive to other load on the machine): {cpu_ratio:.2f}x")
+    if args.json:
+        args.json.write_text(json.dumps({"model": str(model), "shape": args.shape, "backends": reports,
+                                         "ratio": ratio, "cpu_ratio": cpu_ratio}, indent=1))
     print(f"generation: {ratio:.2f}x")
 
 

@@ -5,6 +5,7 @@ same examples and the same model, in one run.
     RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/learner.py [--examples 128] [--workers 2]
     RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/learner.py --shape 7b     # a GPU machine
     RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/learner.py --shape 7b --layers 8   # fits one 80 GB GPU
+    ... --rows deepspeed --json rows.json     # only some runs (the GPU suite's learner step), rows as JSON
 
 ``--shape tiny`` (the default) is the tiny Llama of ``conf/model/tiny.yaml``
 on CPU.  ``--shape 7b`` is a randomly initialised Llama of the shape of
@@ -31,35 +32,27 @@ the ratio is the learner's overhead at this size).  Timings on a shared
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import random
 import shutil
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import ray
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sgs.machinery.learner import TorchUpdate, TrainExample, TrainSettings, make_optimizer, plan_steps, run_steps, train
 from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
+from shapes import build_7b
 
 OBJECTIVE = "reinforce"
-
-# DeepSeek-Prover-V2-7B is a DeepSeek-Prover-V1.5 Llama with a longer context; only the shape matters here.
-SHAPE_7B = {
-    "hidden_size": 4096,
-    "intermediate_size": 11008,
-    "num_hidden_layers": 30,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 32,
-    "vocab_size": 102400,
-    "max_position_embeddings": 32768,
-}
-
+#: The runs compared, in the order they are made.
+ROWS = ("plain", "ddp", "deepspeed")
 
 @dataclass
 class Row:
@@ -81,26 +74,9 @@ class Row:
 def build_checkpoint(shape: str, directory: Path, layers: int | None = None) -> str:
     """The benchmark's base checkpoint: the tiny model, or a random bf16 7B-shaped Llama with the tiny tokenizer
     (``layers`` keeps the 7B width with fewer layers, so that every row fits one GPU)."""
-    tiny = str(build_tiny_model(directory / "tiny", [], TinyModelSettings(), seed=0))
     if shape == "tiny":
-        return tiny
-    tokenizer = AutoTokenizer.from_pretrained(tiny)
-    config = LlamaConfig(
-        **{**SHAPE_7B, **({"num_hidden_layers": layers} if layers else {})},
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=False,
-    )
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-    path = directory / "7b"
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    del model
-    torch.cuda.empty_cache()
-    return str(path)
+        return str(build_tiny_model(directory / "tiny", [], TinyModelSettings(), seed=0))
+    return str(build_7b(directory, layers=layers))
 
 
 def make_examples(count: int, prompt_len: int, completion_len: int, vocab: int) -> list[TrainExample]:
@@ -170,7 +146,13 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=None,
                         help="7b only: keep the 7B width with this many layers (30 in the real shape); with 8, "
                              "DDP and ZeRO-2 fit one 80 GB GPU")
+    parser.add_argument("--rows", default=",".join(ROWS),
+                        help=f"comma-separated runs to make, of {', '.join(ROWS)} (the ratios need plain and deepspeed)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows to this JSON file")
     args = parser.parse_args()
+    chosen = [row.strip() for row in args.rows.split(",") if row.strip()]
+    if not chosen or set(chosen) - set(ROWS):
+        parser.error(f"--rows: choose from {', '.join(ROWS)}, got {args.rows!r}")
 
     gpu = args.shape == "7b"
     if gpu and not torch.cuda.is_available():
@@ -200,11 +182,14 @@ def main() -> None:
             # One thread, as each 1-CPU Ray worker has (OMP_NUM_THREADS=1).  torch's default, one
             # thread per core, collapses when the cores are shared (measured: 14x slower here).
             torch.set_num_threads(1)
-        rows = [measure("plain torch loop (1 process)", plain_loop, checkpoint, examples, settings, work / "plain")]
-        for strategy in ("ddp", "deepspeed"):
-            strategy_settings = replace(settings, strategy=strategy)
-            rows.append(measure(f"Ray Train {strategy} ({workers} workers)", ray_learner, checkpoint, examples,
-                                strategy_settings, work / strategy))
+        rows = {}
+        for key in (key for key in ROWS if key in chosen):
+            if key == "plain":
+                rows[key] = measure("plain torch loop (1 process)", plain_loop, checkpoint, examples, settings,
+                                    work / "plain")
+            else:
+                rows[key] = measure(f"Ray Train {key} ({workers} workers)", ray_learner, checkpoint, examples,
+                                    replace(settings, strategy=key), work / key)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         ray.shutdown()
@@ -214,13 +199,17 @@ def main() -> None:
           f"{'' if gpu else ' of 1 CPU each, plain loop on 1 thread'}, "
           f"global batch {settings.global_batch_size}, micro-batch {settings.micro_batch_size}")
     print(f"{'run':<34} {'tokens':>8} {'train s':>8} {'train tok/s':>12} {'wall s':>8} {'end-to-end tok/s':>17}")
-    for row in rows:
+    if args.json:
+        args.json.write_text(json.dumps({key: asdict(row) for key, row in rows.items()}, indent=1))
+    for row in rows.values():
         if row.error:
             print(f"{row.name:<34} failed: {row.error}")
         else:
             print(f"{row.name:<34} {row.tokens:>8} {row.train_seconds:>8.2f} {row.train_rate():>12.0f} "
                   f"{row.wall_seconds:>8.2f} {row.wall_rate():>17.0f}")
-    plain, deepspeed = rows[0], rows[2]
+    plain, deepspeed = rows.get("plain"), rows.get("deepspeed")
+    if plain is None or deepspeed is None:
+        return
     if plain.error or deepspeed.error:
         print("learner: n/a (a run failed)")
         return

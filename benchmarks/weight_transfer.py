@@ -2,6 +2,7 @@
 engine reloading the same weights from a checkpoint, on this machine.
 
     RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/weight_transfer.py [--shape medium] [--repeats 3]
+    python benchmarks/weight_transfer.py --shape 7b --transport ipc    # one GPU (the GPU suite's stage)
 
 After each training run the learner writes a Hugging Face checkpoint (both
 ways: resumed runs and restarted engines need it), and the engines must then
@@ -10,25 +11,28 @@ serve the new weights.  Two ways, timed side by side in one run:
 * reload: ``EngineGroup.load_weights`` (each engine reads the safetensors
   file and loads it in place, vLLM's ``reload_weights``);
 * direct: ``send_weights`` from this process (which plays the learner's
-  rank 0, holding the trained model in memory) over gloo into the engine's
-  workers, then ``EngineGroup.adopt_weights`` (what the loop does).
+  rank 0, holding the trained model in memory) over ``--transport`` into
+  the engine's workers, then ``EngineGroup.adopt_weights`` (what the loop
+  does): gloo between CPU processes; on a GPU, CUDA IPC when the engine
+  shares this process's GPU (NCCL needs the engine on another GPU).  A
+  direct transfer that fails is reported and the reloads still run.
 
 Each round first sends model B directly, then reloads checkpoint A, so every
 update really changes the weights; after each, the engine's log-probs of a
 probe sequence are compared with a transformers pass over the weights it
 should hold (the ``gap`` column).  Models (random weights, the project's tiny
-tokenizer, float32): ``tiny`` is the test model (hidden 256, 4 layers);
-``medium`` (default) hidden 1024, 12 layers, about 170M parameters (0.7 GB).
+tokenizer; :mod:`shapes`): ``tiny`` (hidden 256, 4 layers), ``medium``
+(default; hidden 1024, 12 layers, about 200M parameters, float32), ``7b``
+(DeepSeek-Prover-V2-7B's shape, bf16, GPU transports).
 
 Prints a table and, as its last line, ``weight_transfer: <ratio>x`` (reload
-seconds over direct seconds, medians).  GPU engines use vLLM's NCCL
-transport instead, which needs the learner and the engine on different GPUs;
-this script does not run it.
+seconds over direct seconds, medians).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import statistics
@@ -42,15 +46,9 @@ from transformers import AutoModelForCausalLM
 
 from sgs.machinery.engines import EngineGroup
 from sgs.machinery.engines.hf import completion_logprobs
-from sgs.machinery.engines.weight_transfer import send_weights
-from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
+from sgs.machinery.engines.weight_transfer import BACKENDS, send_weights
+from shapes import SHAPES, build_model
 
-SHAPES = {
-    "tiny": TinyModelSettings(hidden_size=256, intermediate_size=1024, num_hidden_layers=4, num_attention_heads=4,
-                              num_key_value_heads=4, max_position_embeddings=1024),
-    "medium": TinyModelSettings(hidden_size=1024, intermediate_size=4096, num_hidden_layers=12,
-                                num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=1024),
-}
 PROBE = ([1, 40, 41, 42, 43, 44, 45], [50, 51, 52, 53, 54, 55, 56, 57])
 
 
@@ -63,36 +61,58 @@ def probe_gap(group: EngineGroup, model: torch.nn.Module) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shape", choices=sorted(SHAPES), default="medium")
+    parser.add_argument("--shape", choices=[*sorted(SHAPES), "7b"], default="medium")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of one direct send and one reload")
+    parser.add_argument("--transport", choices=BACKENDS, default="gloo",
+                        help="gloo (CPU engine), ipc (GPU engine on this process's GPU), nccl (another GPU)")
+    parser.add_argument("--gpu-memory-fraction", type=float, default=0.5,
+                        help="GPU transports: the share of the GPU the engine may take (this process holds model B "
+                             "beside it)")
     parser.add_argument("--workdir", type=Path, default=None, help="where the two checkpoints go (default: a temp dir)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the timings and gaps to this JSON file")
     args = parser.parse_args()
+    on_gpu = args.transport != "gloo"
+    if on_gpu and not torch.cuda.is_available():
+        parser.error(f"--transport {args.transport} needs a CUDA GPU")
+    if args.repeats < 1 or not 0 < args.gpu_memory_fraction <= 1:
+        parser.error("--repeats must be at least 1 and --gpu-memory-fraction in (0, 1]")
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
     with tempfile.TemporaryDirectory() as scratch:
         workdir = args.workdir or Path(scratch)
-        path_a = str(build_tiny_model(workdir / "a", [], SHAPES[args.shape], seed=0))
-        path_b = str(build_tiny_model(workdir / "b", [], SHAPES[args.shape], seed=1))
-        model_a = AutoModelForCausalLM.from_pretrained(path_a).eval()
-        model_b = AutoModelForCausalLM.from_pretrained(path_b).eval()
+        path_a = str(build_model(args.shape, workdir, seed=0))
+        path_b = str(build_model(args.shape, workdir, seed=1))
+        # Model A only checks the probe (on the CPU); model B is what "the learner" sends, from its GPU on GPUs.
+        model_a = AutoModelForCausalLM.from_pretrained(path_a, dtype="auto").eval()
+        model_b = AutoModelForCausalLM.from_pretrained(path_b, dtype="auto").eval().to("cuda" if on_gpu else "cpu")
         parameters = sum(p.numel() for p in model_b.parameters())
+        dtype = next(model_b.parameters()).dtype
 
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
-        group = EngineGroup("bench", path_a, num_engines=1, backend="vllm", num_cpus=1,
-                            engine_options={"weight_transfer_backend": "gloo"})
+        ray.init(num_cpus=2, num_gpus=1 if on_gpu else 0, include_dashboard=False, log_to_driver=False,
+                 logging_level="WARNING")
+        options = {"weight_transfer_backend": args.transport,
+                   **({"gpu_memory_utilization": args.gpu_memory_fraction} if on_gpu else {})}
+        group = EngineGroup("bench", path_a, num_engines=1, backend="vllm", num_cpus=1, num_gpus=1 if on_gpu else 0,
+                            engine_options=options)
+        rows = {"direct": [], "reload": []}
+        gaps = {"direct": [], "reload": []}
+        direct_error = None
         try:
-            rows = {"direct": [], "reload": []}
-            gaps = {"direct": [], "reload": []}
             version = 0
             for _ in range(args.repeats):
-                version += 1
-                seconds = send_weights(model_b, group.weight_target(version, "gloo", timeout_s=300))
-                # The loop confirms a direct transfer with adopt_weights: part of "direct".
-                begin = time.perf_counter()
-                group.adopt_weights(path_b, version)
-                rows["direct"].append(seconds + time.perf_counter() - begin)
-                gaps["direct"].append(probe_gap(group, model_b))
+                if direct_error is None:
+                    version += 1
+                    try:
+                        seconds = send_weights(model_b, group.weight_target(version, args.transport, timeout_s=300))
+                    except Exception as error:  # noqa: BLE001 - reported; the reload is still measured
+                        direct_error = f"{type(error).__name__}: {str(error).splitlines()[0][:160]}"
+                    else:
+                        # The loop confirms a direct transfer with adopt_weights: part of "direct".
+                        begin = time.perf_counter()
+                        group.adopt_weights(path_b, version)
+                        rows["direct"].append(seconds + time.perf_counter() - begin)
+                        gaps["direct"].append(probe_gap(group, model_b))
 
                 version += 1
                 begin = time.perf_counter()
@@ -103,13 +123,21 @@ def main() -> None:
             group.shutdown()
             ray.shutdown()
 
-    print(f"\nmodel: {args.shape}, {parameters / 1e6:.0f}M parameters (float32, "
-          f"{parameters * 4 / 2**30:.2f} GiB); one vLLM engine (CPU), gloo; {args.repeats} rounds")
+    if args.json:
+        args.json.write_text(json.dumps({"shape": args.shape, "transport": args.transport, "parameters": parameters,
+                                         "seconds": rows, "gaps": gaps, "direct_error": direct_error}, indent=1))
+    size = parameters * torch.finfo(dtype).bits / 8 / 2**30
+    print(f"\nmodel: {args.shape}, {parameters / 1e6:.0f}M parameters ({str(dtype).removeprefix('torch.')}, "
+          f"{size:.2f} GiB); one vLLM engine ({'GPU' if on_gpu else 'CPU'}), {args.transport}; {args.repeats} rounds")
     print(f"{'method':<34}{'median s':>10}{'min s':>9}{'max gap':>11}")
     labels = {"direct": "direct (send_weights + adopt)", "reload": "reload from checkpoint"}
     for method in ("direct", "reload"):
-        print(f"{labels[method]:<34}{statistics.median(rows[method]):>10.3f}{min(rows[method]):>9.3f}"
-              f"{max(gaps[method]):>11.2e}")
+        if rows[method]:
+            print(f"{labels[method]:<34}{statistics.median(rows[method]):>10.3f}{min(rows[method]):>9.3f}"
+                  f"{max(gaps[method]):>11.2e}")
+    if direct_error:
+        print(f"direct transfer over {args.transport} failed: {direct_error}")
+        return
     ratio = statistics.median(rows["reload"]) / statistics.median(rows["direct"])
     print(f"weight_transfer: {ratio:.2f}x")
 

@@ -282,6 +282,7 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
         (["warmstart.report_targets=0"], "warmstart.report_targets=0 must be at least 1"),
         (["evaluation.k=-1"], "evaluation.k=-1 must be at least 0"),
         (["model.learning_rate_scale=0"], "model.learning_rate_scale=0.0 must be positive and finite"),
+        (["resources.engine_gpu_memory_fraction=1.5"], "resources.engine_gpu_memory_fraction=1.5 must be in (0, 1]"),
     ],
 )
 def test_validate_names_the_bad_key(overrides, message):
@@ -315,6 +316,18 @@ def test_weight_transfer_and_sleep_defaults_follow_the_engines(overrides, backen
     resources = C.validate(compose_cfg(*overrides)).resources
     assert C.weight_transfer_backend(resources) == backend
     assert C.engines_sleep_during_training(resources) is sleep
+
+
+def test_vllm_engines_take_the_configured_share_of_their_gpu():
+    """Several vLLM engines on one GPU (the GPU suite's loop stage) each need a share below vLLM's 0.9."""
+    from sgs.machinery.runtime import engine_options
+
+    shared = C.validate(compose_cfg("resources.engine_backend=vllm", "resources.engine_gpu_memory_fraction=0.2"))
+    assert engine_options(shared, 3)["gpu_memory_utilization"] == 0.2
+    assert "gpu_memory_utilization" not in engine_options(C.validate(compose_cfg("resources.engine_backend=vllm")), 0)
+    # The transformers engine has no such setting.
+    assert "gpu_memory_utilization" not in engine_options(
+        C.validate(compose_cfg("resources.engine_gpu_memory_fraction=0.2")), 0)
 
 
 def test_the_warm_start_defaults_to_the_provers_corpus():

@@ -118,8 +118,8 @@ def test_update_info_is_checked_before_anything_is_received():
         GlooUpdateInfo(names=["a", "b"], dtype_names=["float32"], shapes=[[1], [2]])
     with pytest.raises(ValueError, match="unknown dtype 'floaty'"):
         GlooUpdateInfo(names=["a"], dtype_names=["floaty"], shapes=[[1]])
-    with pytest.raises(ValueError, match="unknown weight transfer backend 'ipc'"):
-        WeightTarget("ipc", [object()], policy_version=1)
+    with pytest.raises(ValueError, match="unknown weight transfer backend 'shm'"):
+        WeightTarget("shm", [object()], policy_version=1)
 
 
 class RecordingActor:
@@ -154,3 +154,19 @@ def test_the_nccl_path_speaks_the_installed_vllms_protocol(ray_session):
     parsed = [NCCLWeightTransferInitInfo(**actor.received[0]) for actor in actors]
     assert [p.rank_offset for p in parsed] == [1, 2]
     assert {(p.master_address, p.master_port, p.world_size) for p in parsed} == {("10.0.0.1", info.master_port, 3)}
+
+
+def test_the_cuda_ipc_path_speaks_the_installed_vllms_protocol(ray_session):
+    """CUDA IPC (the one-GPU transport of benchmarks/gpu_check.py) cannot run here either: each engine
+    must get the trainer's init info unchanged (no process group, so no ranks), as vLLM's IPC engine
+    reads it."""
+    from vllm.distributed.weight_transfer.ipc_engine import IPCWeightTransferInitInfo
+
+    from sgs.machinery.engines.weight_transfer import EngineWeightClient, trainer_init_info
+
+    actors = [RecordingActor(), RecordingActor()]
+    info = trainer_init_info(WeightTarget("ipc", actors, policy_version=1), "10.0.0.1")
+    assert info.backend == "ipc" and info.is_sender
+    # As IPCTrainerWeightTransferEngine.trainer_init sends it.
+    EngineWeightClient(actors, policy_version=1).init_weight_transfer_engine({"packed": info.packed})
+    assert [IPCWeightTransferInitInfo(**actor.received[0]).packed for actor in actors] == [False, False]

@@ -370,6 +370,11 @@ class ResourcesConfig:
     #: GPUs reserved per generation engine (fractions share a GPU); 0 runs
     #: the engines on CPU.
     gpus_per_engine: float = 0.0
+    #: Share of its GPU's memory each vLLM engine may take (weights, activations,
+    #: KV cache: vLLM's ``gpu_memory_utilization``); null: vLLM's 0.9, for one
+    #: engine per GPU.  Engines that share a GPU (``gpus_per_engine`` < 1)
+    #: need shares that leave room for each other and for the learner.
+    engine_gpu_memory_fraction: float | None = None
     #: Verifier actors in the pool, each driving one prover process.
     verifier_workers: int = 2
     #: CPUs reserved per verifier actor.

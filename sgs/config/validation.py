@@ -308,6 +308,9 @@ def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
         _at_least(problems, f"resources.{key}", getattr(resources, key), 0.0)
 
     _choice(problems, "resources.engine_sleep_level", resources.engine_sleep_level, (1, 2))
+    fraction = resources.engine_gpu_memory_fraction
+    if fraction is not None and not 0 < fraction <= 1:
+        problems.append(f"resources.engine_gpu_memory_fraction={fraction!r} must be in (0, 1], or null for vLLM's 0.9")
     for key in ("engine_heartbeat_timeout_s", "engine_restart_timeout_s"):
         if not getattr(resources, key) > ENGINE_HEARTBEAT_INTERVAL_S:
             problems.append(f"resources.{key}={getattr(resources, key)!r} must exceed the heartbeat interval "

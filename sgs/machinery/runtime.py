@@ -269,6 +269,8 @@ def engine_options(cfg: SGSConfig, policy_version: int) -> dict[str, Any]:
     backend = weight_transfer_backend(cfg.resources)
     if backend is not None:
         options["weight_transfer_backend"] = backend
+    if cfg.resources.engine_backend == "vllm" and cfg.resources.engine_gpu_memory_fraction is not None:
+        options["gpu_memory_utilization"] = cfg.resources.engine_gpu_memory_fraction
     return options
 
 

@@ -44,8 +44,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Transports: "gloo" between CPU processes (sgs.machinery.engines.gloo_transfer), "nccl" between GPUs (vLLM's).
-BACKENDS = ("gloo", "nccl")
+#: Transports: "gloo" between CPU processes (sgs.machinery.engines.gloo_transfer), "nccl" between GPUs
+#: (vLLM's), "ipc" between processes on one GPU (vLLM's CUDA IPC: NCCL cannot join two ranks on one device).
+BACKENDS = ("gloo", "nccl", "ipc")
 
 
 def register_gloo_backend() -> None:
@@ -71,9 +72,8 @@ class EngineWeightClient:
         self.policy_version = policy_version
 
     def init_weight_transfer_engine(self, init_info: dict[str, Any]) -> None:
-        first = init_info["rank_offset"]
-        ray.get([actor.init_weight_transfer.remote(dict(init_info, rank_offset=first + i))
-                 for i, actor in enumerate(self.actors)])
+        ray.get([actor.init_weight_transfer.remote(info)
+                 for actor, info in zip(self.actors, engine_init_infos(init_info, len(self.actors)))])
 
     def start_weight_update(self) -> None:
         ray.get([actor.start_weight_update.remote() for actor in self.actors])
@@ -88,13 +88,23 @@ class EngineWeightClient:
         ray.get([actor.shutdown_weight_transfer.remote() for actor in self.actors])
 
 
+def engine_init_infos(init_info: dict[str, Any], engines: int) -> list[dict[str, Any]]:
+    """Each engine's copy of the trainer's init info: engine i joins a process group as the ranks after
+    engine i - 1's (``rank_offset``); transports without a group (CUDA IPC) hand every engine the same."""
+    if "rank_offset" not in init_info:
+        return [dict(init_info) for _ in range(engines)]
+    first = init_info["rank_offset"]
+    return [dict(init_info, rank_offset=first + i) for i in range(engines)]
+
+
 @dataclass(frozen=True)
 class WeightTarget:
     """Where the learner sends the weights it trained (picklable: it travels
     to the learner's rank 0 in the train loop's config)."""
 
     backend: str
-    """"gloo" (CPU engines) or "nccl" (GPU engines)."""
+    """"gloo" (CPU engines), "nccl" (GPU engines on other GPUs than the sender's) or "ipc" (GPU engines on
+    the sender's GPU)."""
     actors: list[Any]
     """The role's engine actors, by index."""
     policy_version: int
@@ -140,13 +150,18 @@ def send_weights(model: torch.nn.Module, target: WeightTarget) -> float:
 
 def trainer_init_info(target: WeightTarget, address: str) -> Any:
     """vLLM's trainer-side init info for ``target``: the learner (rank 0, at
-    ``address``) and one worker per engine."""
+    ``address``) and one worker per engine (CUDA IPC needs no address: the
+    engines open the sender's tensors on their common GPU)."""
     world_size = 1 + len(target.actors)
     if target.backend == "gloo":
         from sgs.machinery.engines.gloo_transfer import GlooTrainerInitInfo
 
         register_gloo_backend()
         return GlooTrainerInitInfo(rank=0, master_address=address, world_size=world_size, timeout_s=target.timeout_s)
+    if target.backend == "ipc":
+        from vllm.distributed.weight_transfer.ipc_engine import IPCTrainerInitInfo
+
+        return IPCTrainerInitInfo(rank=0)
     from vllm.distributed.weight_transfer.nccl_engine import NCCLTrainerInitInfo
 
     return NCCLTrainerInitInfo(rank=0, master_address=address, master_port=_free_port(), world_size=world_size)

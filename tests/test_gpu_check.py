@@ -1,0 +1,99 @@
+"""The GPU suite (``benchmarks/gpu_check.py``) where there is no GPU: the
+dry run executes the cheap stages' code on the CPU (the others' dry runs
+take minutes on 2 cores and are run by hand, see benchmarks/README.md), a
+plain run skips every GPU stage with its reason, a stage that breaks is
+recorded and the next one runs, and the loop stage's overrides are a valid
+config."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from sgs import config as C
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import gpu_check  # noqa: E402
+import gpu_stages  # noqa: E402
+
+#: The stages CI dry-runs: one through a benchmark script, one through the engine machinery.
+CI_STAGES = "environment,generation,sleep_wake"
+
+
+def run_check(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_the_dry_run_executes_the_stages_on_the_cpu(tmp_path, require_rocq):
+    done = run_check("--dry-run", "--stages", CI_STAGES, "--out", str(tmp_path))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert summary["dry_run"] and summary["date"] and list(summary["stages"]) == CI_STAGES.split(",")
+    stages = summary["stages"]
+    assert {name: stage["status"] for name, stage in stages.items()} == dict.fromkeys(stages, "ok")
+    assert stages["environment"]["figures"]["gpu"] == "none" and stages["environment"]["figures"]["coqtop"]
+    generation = stages["generation"]["figures"]
+    assert generation["shape"] == "tiny" and generation["vllm_tokens_per_s"] > 0
+    assert generation["max_logprob_gap"] < 1e-4  # float32 on both sides
+    sleep = stages["sleep_wake"]["figures"]
+    assert sleep["probe_gap_level1"] < 1e-4 and sleep["probe_gap_level2"] < 1e-4 and sleep["generates_after_wake"]
+    assert "no sleep mode on CPUs" in stages["sleep_wake"]["notes"][0]
+    table = (tmp_path / "gpu_check.md").read_text()
+    assert "| sleep_wake | ok |" in table and "GPU: none" in table
+
+
+@pytest.mark.slow
+def test_without_a_gpu_every_gpu_stage_is_skipped_with_its_reason(tmp_path):
+    done = run_check("--out", str(tmp_path))
+    assert done.returncode == 0, done.stdout[-3000:]
+    stages = json.loads((tmp_path / "gpu_check.json").read_text())["stages"]
+    assert stages["environment"]["status"] == "ok"
+    for name in ("generation", "learner", "sleep_wake", "weight_update", "loop"):
+        assert stages[name]["status"] == "skip" and "no CUDA GPU visible" in stages[name]["reason"], name
+
+
+def test_bad_arguments_are_refused_with_status_2(tmp_path):
+    for args in (["--stages", "nonsense"], ["--stages", ","], ["--stage-timeout", "0"]):
+        done = run_check(*args, "--out", str(tmp_path), timeout=120)
+        assert done.returncode == 2 and "error:" in done.stderr and "Traceback" not in done.stderr, args
+
+
+def test_a_stage_that_breaks_or_lacks_something_is_recorded(tmp_path, monkeypatch):
+    def broken(ctx):
+        raise ZeroDivisionError("division by zero")
+
+    def lacking(ctx):
+        raise gpu_stages.Skip("not installed: vllm")
+
+    monkeypatch.setitem(gpu_check.STAGES, "broken", broken)
+    monkeypatch.setitem(gpu_check.STAGES, "lacking", lacking)
+    ctx = gpu_stages.CheckContext(dry_run=True, workdir=tmp_path, out=tmp_path)
+    for name, status, reason in (("broken", "fail", "ZeroDivisionError: division by zero"),
+                                 ("lacking", "skip", "not installed: vllm")):
+        gpu_check.stage_main(name, ctx, tmp_path / f"{name}.json")
+        outcome = json.loads((tmp_path / f"{name}.json").read_text())
+        assert (outcome["status"], outcome["reason"]) == (status, reason)
+
+
+@pytest.mark.parametrize("gpu, vllm", [(True, True), (True, False), (False, True)])
+def test_the_loop_stage_runs_a_valid_config(tmp_path, gpu, vllm):
+    """Its overrides (three engines and the learner sharing one GPU) pass the config's own checks."""
+    command = gpu_stages.loop_command(gpu, tmp_path / "run", vllm)
+    assert command[1:3] == ["-m", "sgs"]
+    with initialize_config_dir(config_dir=str(C.CONFIG_DIR), version_base="1.3"):
+        cfg = C.validate(compose(config_name=C.CONFIG_NAME, overrides=command[3:]))
+    assert cfg.iterations == (2 if gpu else 1)
+    if gpu:
+        res = cfg.resources
+        assert res.engine_backend == ("vllm" if vllm else "transformers")
+        assert res.engine_gpu_memory_fraction == (0.2 if vllm else None)
+        assert 3 * res.gpus_per_engine + res.gpus_per_learner_worker <= res.num_gpus
