@@ -98,8 +98,8 @@ BEST_FILE = "best"
 # resumed without allow_changes: how many iterations it runs, where its
 # directory now lives, where metrics go, which Ray cluster it joins and how
 # many proof checkers it uses, how actors are placed, whether engines sleep
-# during training, and the periodic evaluation.  None of them changes what an
-# iteration computes.
+# during training, the periodic evaluation, and the prover service's settings.
+# None of them changes what an iteration computes.
 RESUMABLE_CONFIG_KEYS = (
     "iterations",
     "run_dir",
@@ -122,6 +122,7 @@ RESUMABLE_CONFIG_KEYS = (
     "evaluation.every",
     "evaluation.output_dir",
     "evaluation.checkpoint",
+    "serve.*",
 )
 
 # Every metrics line must carry at least these keys.
