@@ -217,6 +217,22 @@ def warm_start(cfg: SGSConfig, paths: ModelPaths, cache_dir: Path | None = None)
     return WarmStart(str(final), trained=True, info=info, report=None)
 
 
+def default_weights(cfg: SGSConfig, paths: ModelPaths, *, train: bool) -> tuple[str, str]:
+    """The weights ``python -m sgs`` starts self-play from and their tokenizer:
+    the base model, or its warm start when the run would warm-start it.
+
+    With ``train`` a warm start the cache lacks is trained now (Ray must be
+    initialised); without, the base model stands in for it.
+    """
+    if not warmstart_enabled(cfg):
+        return paths.base, paths.tokenizer
+    found = warm_start(cfg, paths) if train else cached_checkpoint(cfg, paths)
+    if found is None:
+        return paths.base, paths.tokenizer
+    # Its checkpoint holds the tokenizer the prompts were trained with.
+    return found.checkpoint, found.checkpoint
+
+
 # --------------------------------------------------------------------------
 # The warm-up report
 # --------------------------------------------------------------------------

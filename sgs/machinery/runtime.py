@@ -40,6 +40,9 @@ from sgs.method.roles import PromptSet, template_dir
 from sgs.state.targets import corpus_texts, load_targets
 from sgs.state.warmstart import load_corpus
 
+#: How to get past the Ray 2.60 dashboard's login.
+DASHBOARD_TOKEN_HINT = ("Ray 2.60 asks for the token in ~/.ray/auth_token; RAY_AUTH_MODE=disabled turns that "
+                        "off on a private machine")
 #: Verdicts of every check the run made, so a resumed run re-verifies nothing.
 VERDICT_CACHE_FILE = "verdicts.jsonl"
 #: The run directory's log of proofs the first check accepted and the audit rejected.
@@ -81,7 +84,7 @@ def reserved_cpus(cfg: SGSConfig) -> float:
             + res.learner_workers * res.cpus_per_learner_worker)
 
 
-def start_ray(cfg: SGSConfig) -> Any:
+def start_ray(cfg: SGSConfig, reserved: float | None = None) -> Any:
     """Join ``resources.ray_address``, or start a fresh local cluster.
 
     A local cluster is always a new one (``address="local"``): a plain
@@ -89,7 +92,8 @@ def start_ray(cfg: SGSConfig) -> Any:
     ``ray start`` on the same machine.  Unless ``resources.num_cpus`` says
     otherwise, it declares enough logical CPUs to place every actor at once
     (they then share the machine's cores), since engines, verifiers and the
-    learner all stay alive for the whole run.
+    learner all stay alive for the whole run.  ``reserved`` is what the
+    caller's actors reserve when they are not a run's (:func:`reserved_cpus`).
     """
     res = cfg.resources
     if res.ray_address is not None:
@@ -97,7 +101,8 @@ def start_ray(cfg: SGSConfig) -> Any:
     num_cpus = res.num_cpus
     if num_cpus is None:
         # +1: Ray Train's controller needs a CPU slot beside its workers.
-        num_cpus = max(os.cpu_count() or 1, math.ceil(reserved_cpus(cfg)) + 1)
+        needed = reserved_cpus(cfg) if reserved is None else reserved
+        num_cpus = max(os.cpu_count() or 1, math.ceil(needed) + 1)
     return ray.init(address="local", num_cpus=num_cpus, num_gpus=res.num_gpus)
 
 
