@@ -27,7 +27,7 @@ test-fast: setup
 
 # every benchmark; each prints its table and, last, its ratio (figures in benchmarks/README.md)
 bench: setup
-	for script in verifier generation rollout learner weight_transfer; do \
+	for script in verifier generation rollout learner weight_transfer serve; do \
 	    RAY_AUTH_MODE=disabled $(PY) benchmarks/$$script.py || exit 1; done
 
 clean:
