@@ -43,7 +43,8 @@ from sgs.config import validate
 from sgs.machinery.engines import EngineGroup
 from sgs.analysis.evaluation import BenchmarkResult, evaluate_problems, format_table
 from sgs.state.records import Target
-from sgs.machinery.runtime import Prompter, backend_spec, model_paths, sampling_settings, start_ray
+from sgs.machinery.prompts import Prompter
+from sgs.machinery.runtime import backend_spec, model_paths, sampling_settings, start_ray
 from sgs.state.targets import TargetError
 
 

@@ -15,9 +15,9 @@ Rocq) through the SAME Ray Train learner as the self-play updates
 weight 1.  The paper fine-tunes its Guide for the output format the same way.
 
 Prompts.  The corpus holds the role text as :class:`sgs.method.roles.PromptSet`
-renders it; here it is wrapped by :func:`sgs.machinery.runtime.chat_prompt` and
+renders it; here it is wrapped by :func:`sgs.machinery.prompts.chat_prompt` and
 tokenised exactly as the engines do at sampling time
-(:class:`sgs.machinery.runtime.Prompter`), so the model is trained on the prompts it
+(:class:`sgs.machinery.prompts.Prompter`), so the model is trained on the prompts it
 will be asked.
 
 Cache.  The result is a Hugging Face checkpoint in
@@ -65,7 +65,8 @@ from sgs.machinery.learner import TrainExample, TrainSettings, train
 from sgs.machinery.models import ModelPaths, default_cache_dir
 from sgs.machinery.models.tiny import BUILD_INFO_FILE
 from sgs.state.records import Target
-from sgs.machinery.runtime import Prompter, backend_spec, chat_prompt, model_paths, sampling_settings, start_ray, train_settings
+from sgs.machinery.prompts import Prompter, chat_prompt
+from sgs.machinery.runtime import backend_spec, model_paths, sampling_settings, start_ray, train_settings
 from sgs.state.targets import batch_targets, load_targets
 from sgs.state.warmstart import WarmstartExample, corpus_fingerprint, load_corpus
 

@@ -34,7 +34,7 @@ from sgs.evaluate import checkpoint_problems, main
 from sgs.analysis.evaluation import PROBLEMS_FILE, SUMMARY_FILE, evaluate_problems, format_table
 from sgs.machinery.models import build_tiny_model
 from sgs.state.records import Target
-from sgs.machinery.runtime import Prompter
+from sgs.machinery.prompts import Prompter
 from sgs.state.targets import load_targets
 
 REPO = Path(__file__).resolve().parents[1]

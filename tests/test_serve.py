@@ -39,7 +39,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from lean_env.verdict import ProofTask, Status, Verdict
 from sgs.config import CONFIG_DIR, ServeConfig, TinyModelSettings, config_problems
 from sgs.machinery.models import build_tiny_model
-from sgs.machinery.runtime import Prompter
+from sgs.machinery.prompts import Prompter
 from sgs.method.roles import PromptSet
 from sgs.serve.__main__ import main
 from sgs.serve.client import call, wait_until_up
