@@ -47,10 +47,9 @@ from transformers import AutoTokenizer
 
 from lean_env.verdict import ProofTask, Status, Verdict
 from sgs.config import ServeConfig
-from sgs.machinery.engines.base import first_line
-from sgs.machinery.runtime import Prompter
+from sgs.machinery.prompts import Prompter
 from sgs.method.roles import extract_proof
-from sgs.serve.deployments import Drawn, Refusal
+from sgs.serve.engine import Drawn, Refusal
 from sgs.serve.goals import goal_statement, suggestion
 from sgs.serve.requests import BadRequest, generate_request, prove_request, read_body, too_large, verify_request
 from sgs.serve.search import awaited, call_sizes, capped, search
@@ -272,7 +271,9 @@ class ProverAPI:
             return self._finish(endpoint, started, 503, {"error": str(error)}, summary)
         except (RayServeException, ray.exceptions.RayError) as error:
             log.warning("%s: a back end failed", endpoint, exc_info=True)
-            return self._finish(endpoint, started, 503, {"error": f"a back end failed: {first_line(error)}"})
+            # The type says which failure; Ray's message is a traceback, kept for the log.
+            return self._finish(endpoint, started, 503, {"error": f"a back end failed ({type(error).__name__}); "
+                                                                  "the service log has the details"})
 
     def _finish(self, endpoint: str, started: float, status: int, body: dict, summary: str = "") -> JSONResponse:
         seconds = time.monotonic() - started

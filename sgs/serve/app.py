@@ -29,7 +29,8 @@ from ray.serve import Application
 from sgs.config import SGSConfig
 from sgs.machinery.runtime import backend_spec
 from sgs.serve.api import FrontSettings, ProverAPI
-from sgs.serve.deployments import SolverEngine, Verifier
+from sgs.serve.engine import SolverEngine
+from sgs.serve.verifier import Verifier
 from sgs.serve.weights import ServedWeights
 
 #: An engine replica takes this many batches' worth of calls at once: one
