@@ -68,9 +68,10 @@ class ServeConfig:
     target_ongoing_requests: float = 4.0
     #: Requests one front replica works on at once.
     max_ongoing_requests: int = 8
-    #: Requests that may wait for a front replica, per Ray Serve proxy; one more
-    #: is answered 503 at once.  This is the service's overload limit: a
-    #: request is either worked on, waiting in this bounded queue, or refused.
+    #: Requests that may wait for a front replica, per Ray Serve proxy (at
+    #: least 1); one more is answered 503 at once.  This is the service's
+    #: overload limit: a request is either worked on, waiting in this bounded
+    #: queue, or refused.
     max_queued_requests: int = 32
     #: Largest request body in bytes; a larger one is refused (413) before it is parsed.
     max_request_bytes: int = 262_144
@@ -102,9 +103,8 @@ def serve_problems(serve: ServeConfig) -> list[str]:
         problems.append(f"serve.port={serve.port} must lie in 1..65535")
     for key in ("default_attempts", "max_attempts", "samples_per_call", "max_batch_size", "engine_replicas",
                 "engine_max_replicas", "verifier_replicas", "verifier_max_replicas", "api_replicas",
-                "max_ongoing_requests", "generate_outputs", "verdict_cache_entries"):
+                "max_ongoing_requests", "max_queued_requests", "generate_outputs", "verdict_cache_entries"):
         at_least(key, 1)
-    at_least("max_queued_requests", 0)
     at_least("max_request_bytes", 1024)
     at_least("batch_wait_timeout_s", 0)
     for key in ("default_timeout_s", "max_timeout_s", "target_ongoing_requests"):

@@ -29,9 +29,10 @@ def call(url: str, body: bytes | dict | None = None, timeout: float = 120.0) -> 
     except urllib.error.HTTPError as error:
         text = error.read().decode("utf-8", "replace")
         try:
-            return error.code, json.loads(text)
+            answer = json.loads(text)
         except ValueError:
-            return error.code, {"text": text}
+            answer = None
+        return error.code, answer if isinstance(answer, dict) else {"text": text}
 
 
 def wait_until_up(url: str, process: subprocess.Popen | None = None, timeout: float = 600.0) -> dict[str, Any]:
