@@ -1,7 +1,7 @@
 """Serve benchmark: the prover service under a bounded load, with and without batching.
 
     RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/serve.py [--clients 8] [--requests 48] [--attempts 8] \\
-        [--batch 8] [--checkpoint RUN_DIR_OR_MODEL]
+        [--batch 8] [--endpoint prove|generate] [--checkpoint RUN_DIR_OR_MODEL]
 
 Starts ``python -m sgs.serve`` twice on localhost, one after the other: with
 ``serve.max_batch_size=--batch`` (the engine runs the calls of concurrent
@@ -14,7 +14,10 @@ with the default verifier workers, the default Solver sampling settings.
 Against each server, ``--clients`` threads send ``POST /prove`` requests
 until ``--requests`` have been answered: the held-out Rocq targets in order
 (``--attempts`` attempts each; a request stops at its first valid proof), the
-same list for both servers.  Two warm-up requests come first (not timed).
+same list for both servers.  ``--endpoint generate`` sends the same
+statements to ``POST /generate`` instead (LeanCopilot's format:
+``serve.generate_outputs`` = ``--attempts`` samples, no prover), which
+measures the engine alone.  Two warm-up requests come first (not timed).
 Prints, per mode, the wall time, requests per second, p50 and p95 latency,
 proofs found and attempts checked, and, as its last line,
 ``serve_batching: <ratio>x`` (requests per second with batching over
@@ -82,12 +85,12 @@ def run_load(url: str, bodies: list[dict], clients: int, mode: str) -> Load:
                     return
                 body = pending.pop()
             started = time.perf_counter()
-            status, answer = call(f"{url}/prove", body, timeout=600)
+            status, answer = call(url, body, timeout=600)
             seconds = time.perf_counter() - started
             with lock:
                 latencies.append(seconds)
                 statuses.append(status)
-                if status == 200:
+                if status == 200 and "found" in answer:
                     found[0] += answer["found"]
                     checked[0] += sum(a["status"] in ("valid", "invalid", "timeout", "system_error")
                                       for a in answer["attempts"])
@@ -106,7 +109,7 @@ def measure(mode: str, batch: int, bodies: list[dict], args: argparse.Namespace,
     port = free_port()
     command = [sys.executable, "-m", "sgs.serve", f"serve.port={port}", f"serve.max_batch_size={batch}",
                f"serve.max_ongoing_requests={args.clients}", f"serve.max_queued_requests={2 * args.clients}",
-               f"serve.max_attempts={max(args.attempts, 8)}"]
+               f"serve.max_attempts={max(args.attempts, 8)}", f"serve.generate_outputs={args.attempts}"]
     if args.checkpoint:
         command.append(f"checkpoint={args.checkpoint}")
     log_path = log_dir / f"serve-batch{batch}.log"
@@ -117,8 +120,9 @@ def measure(mode: str, batch: int, bodies: list[dict], args: argparse.Namespace,
         url = f"http://127.0.0.1:{port}"
         health = wait_until_up(url, process)
         print(f"{mode}: {health['model']['description']}; log {log_path}", flush=True)
-        run_load(url, bodies[:2], 2, mode)  # warm-up: first engine step, the header on every prover
-        return run_load(url, bodies, args.clients, mode)
+        endpoint = f"{url}/{args.endpoint}"
+        run_load(endpoint, bodies[:2], 2, mode)  # warm-up: first engine step, the header on every prover
+        return run_load(endpoint, bodies, args.clients, mode)
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -133,14 +137,19 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=48, help="requests answered per server")
     parser.add_argument("--attempts", type=int, default=8, help="attempts per /prove request")
     parser.add_argument("--batch", type=int, default=8, help="serve.max_batch_size of the batching server")
+    parser.add_argument("--endpoint", choices=("prove", "generate"), default="prove",
+                        help="prove: sampling and Rocq; generate: the engine alone (LeanCopilot's format)")
     parser.add_argument("--checkpoint", default=None, help="serve.checkpoint (default: the default model)")
     args = parser.parse_args()
 
     targets = [t for t in load_targets(TargetsConfig(source=ROCQ_TARGETS), "rocq") if t.held_out]
-    bodies = [{"header": t.header, "statement": t.statement, "attempts": args.attempts}
-              for t in (targets * (args.requests // len(targets) + 1))[:args.requests]]
-    print(f"load: {args.requests} requests of /prove ({args.attempts} attempts each), {args.clients} clients; "
-          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    chosen = (targets * (args.requests // len(targets) + 1))[:args.requests]
+    if args.endpoint == "prove":
+        bodies = [{"header": t.header, "statement": t.statement, "attempts": args.attempts} for t in chosen]
+    else:
+        bodies = [{"name": "sgs", "input": t.statement, "prefix": ""} for t in chosen]
+    print(f"load: {args.requests} requests of /{args.endpoint} ({args.attempts} samples each), {args.clients} "
+          f"clients; load average {os.getloadavg()[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory(prefix="sgs-serve-bench-") as tmp:
         results = [measure(f"batching ({args.batch})", args.batch, bodies, args, Path(tmp)),
                    measure("no batching (1)", 1, bodies, args, Path(tmp))]
