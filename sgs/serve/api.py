@@ -103,12 +103,24 @@ class ServeMetrics:
 # class when it is declared, with the module globals that exist by then.
 
 
-async def _unrefused(response: Any) -> list[Drawn]:
-    """The engine's samples; a prompt it refused is a 422 naming why."""
-    result = await response
-    if isinstance(result, Refusal):
-        raise BadRequest(422, f"the model cannot take this statement: {result.message}")
-    return result
+class EngineCall:
+    """One engine call: awaiting it gives its samples (a prompt the engine
+    refused is a 422 naming why); ``cancel`` cancels the Ray Serve request."""
+
+    def __init__(self, response: Any) -> None:
+        self._response = response
+
+    def cancel(self) -> None:
+        self._response.cancel()
+
+    def __await__(self):
+        return self._samples().__await__()
+
+    async def _samples(self) -> list[Drawn]:
+        result = await self._response
+        if isinstance(result, Refusal):
+            raise BadRequest(422, f"the model cannot take this statement: {result.message}")
+        return result
 
 
 async def _body(request: Request, limit: int) -> bytes:
@@ -225,8 +237,8 @@ class ProverAPI:
 
     # -- back ends -----------------------------------------------------------
 
-    def _draw(self, prompt: str, n: int) -> Awaitable[list[Drawn]]:
-        return _unrefused(self._engine.generate.remote(prompt, n))
+    def _draw(self, prompt: str, n: int) -> EngineCall:
+        return EngineCall(self._engine.generate.remote(prompt, n))
 
     def _check(self, task: ProofTask) -> Any:
         return self._verifier.check.remote(task)
@@ -273,6 +285,10 @@ class ProverAPI:
             log.warning("%s: a back end failed", endpoint, exc_info=True)
             # The type says which failure; Ray's message is a traceback, kept for the log.
             return self._finish(endpoint, started, 503, {"error": f"a back end failed ({type(error).__name__}); "
+                                                                  "the service log has the details"})
+        except Exception as error:  # a fault of the front itself: the request fails, the replica goes on
+            log.exception("%s: internal error", endpoint)
+            return self._finish(endpoint, started, 500, {"error": f"internal error ({type(error).__name__}); "
                                                                   "the service log has the details"})
 
     def _finish(self, endpoint: str, started: float, status: int, body: dict, summary: str = "") -> JSONResponse:
