@@ -103,6 +103,12 @@ class ServeMetrics:
 # class when it is declared, with the module globals that exist by then.
 
 
+def _proof_text(header: str, statement: str, proof: str) -> str:
+    """Header, statement and proof as one file (a Lean body brings its own line break)."""
+    head = f"{header}\n" if header else ""
+    return head + statement + ("" if proof.startswith("\n") else "\n") + proof
+
+
 class EngineCall:
     """One engine call: awaiting it gives its samples (a prompt the engine
     refused is a 422 naming why); ``cancel`` cancels the Ray Serve request."""
@@ -190,7 +196,7 @@ class ProverAPI:
                 self._metrics.verifier_seconds.observe(attempt.seconds)
         if outcome.proof is not None:
             self._metrics.proofs_found.inc()
-        text = None if outcome.proof is None else "\n".join(p for p in (req.header, req.statement, outcome.proof) if p)
+        text = None if outcome.proof is None else _proof_text(req.header, req.statement, outcome.proof)
         answer = {"found": outcome.proof is not None, "proof": outcome.proof, "text": text,
                   "attempt": outcome.winner, "attempts": [a.to_json() for a in outcome.attempts],
                   "timed_out": outcome.timed_out, "seconds": round(time.monotonic() - started, 4),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sgs import sft
-from sgs.config import SGSConfig, missing_model_directory
+from sgs.config import SGSConfig, missing_model_directory, warmstart_enabled
 from sgs.loop.weights import TRAINING_PHASE_OF
 from sgs.machinery.runtime import model_paths
 from sgs.state.files import StoreError
@@ -57,7 +57,7 @@ def served_weights(cfg: SGSConfig) -> ServedWeights:
         paths = model_paths(cfg)
         checkpoint, tokenizer = sft.default_weights(cfg, paths, train=False)
         if checkpoint == paths.base:
-            state = "no warm start in the cache (python -m sgs.sft makes one)" if cfg.warmstart.mode != "never" \
+            state = "no warm start in the cache (python -m sgs.sft makes one)" if warmstart_enabled(cfg) \
                 else "not warm-started"
             return ServedWeights(checkpoint, tokenizer, "default", 0, f"the {cfg.model.name} model, {state}")
         return ServedWeights(checkpoint, tokenizer, "default", 0, f"the {cfg.model.name} model's cached warm start")
