@@ -82,6 +82,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("weight_transfer", "new weights into a running vLLM engine: sent directly over gloo vs reloaded from "
               "the checkpoint", "(trade-off)", (_headline("weight_transfer"),),
               quick_args=("--shape", "tiny", "--repeats", "1")),
+    Benchmark("serve", "the prover service (`python -m sgs.serve`) under 8 clients × 48 `/prove` requests: the "
+              "engine's calls batched (`serve.max_batch_size=8`) vs one call per generate step", "(batching pays)",
+              (_headline("serve_batching"),), quick_args=("--clients", "4", "--requests", "8", "--attempts", "4")),
 )
 
 #: The modules of this folder that are not benchmarks of ``make bench`` (the GPU suite has its own command).

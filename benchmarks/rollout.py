@@ -54,7 +54,8 @@ from sgs.machinery.engines import EngineGroup, Sample, SamplingSettings
 from sgs.machinery.streaming import Request, stream, submit
 from sgs.state.records import Target
 from sgs.method.roles import extract_proof
-from sgs.machinery.runtime import Prompter, backend_spec, model_paths, sampling_settings
+from sgs.machinery.prompts import Prompter
+from sgs.machinery.runtime import backend_spec, model_paths, sampling_settings
 from sgs.state.targets import batch_targets, load_targets
 
 TARGETS = Path(__file__).resolve().parents[1] / "sgs" / "data" / "rocq_targets.jsonl"

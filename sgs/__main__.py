@@ -40,7 +40,8 @@ from sgs.config import resolve_source_path, validate, warmstart_enabled
 from sgs.analysis.evaluation import HELD_OUT_FILE, held_out_pass_at_k, read_json
 from sgs.loop import PHASES, Loop, current_weights, derived_seed
 from sgs.analysis.metrics import MetricsSink
-from sgs.machinery.runtime import Checkpoint, build_runtime, model_paths, sampling_settings, start_ray
+from sgs.machinery.runtime import (DASHBOARD_TOKEN_HINT, Checkpoint, build_runtime, model_paths, sampling_settings,
+                                   start_ray)
 from sgs.state.store import Store
 from sgs.state.records import Target
 from sgs.state.targets import TargetError, read_targets
@@ -165,11 +166,6 @@ def run(cfg: SGSConfig, benchmark: Benchmark | None = None, targets: list[Target
             ray.shutdown()
         report_page = _write_report(run_dir)
         _summary(cfg, store, loop, held_out, seconds, time.perf_counter() - started, dashboard, report_page)
-
-
-#: How to get past the Ray 2.60 dashboard's login.
-DASHBOARD_TOKEN_HINT = ("Ray 2.60 asks for the token in ~/.ray/auth_token; RAY_AUTH_MODE=disabled turns that "
-                        "off on a private machine")
 
 
 def _evaluate(cfg: SGSConfig, store: Store, runtime, seconds: dict[str, float]) -> dict | None:

@@ -29,7 +29,6 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import ray
 from hydra import compose, initialize_config_dir
@@ -39,12 +38,13 @@ from transformers import AutoTokenizer
 from lean_env.pool import VerifierPool
 from sgs import sft
 from sgs.state.benchmarks import BenchmarkError, load_benchmark
-from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, validate
-from sgs.config import warmstart_enabled
+from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, missing_model_directory, requirements_problems
+from sgs.config import validate
 from sgs.machinery.engines import EngineGroup
 from sgs.analysis.evaluation import BenchmarkResult, evaluate_problems, format_table
 from sgs.state.records import Target
-from sgs.machinery.runtime import Prompter, backend_spec, model_paths, sampling_settings, start_ray
+from sgs.machinery.prompts import Prompter
+from sgs.machinery.runtime import backend_spec, model_paths, sampling_settings, start_ray
 from sgs.state.targets import TargetError
 
 
@@ -91,10 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def checkpoint_problems(checkpoint: str | None) -> list[str]:
     """A checkpoint that looks like a local path must be a directory (else it is a hub id)."""
-    if checkpoint is None:
-        return []
-    looks_local = checkpoint.startswith(("/", ".", "~")) or os.path.exists(os.path.expanduser(checkpoint))
-    if looks_local and not Path(checkpoint).expanduser().is_dir():
+    if checkpoint is not None and missing_model_directory(checkpoint):
         return [f"checkpoint directory not found: evaluation.checkpoint={checkpoint!r}"]
     return []
 
@@ -115,10 +112,7 @@ def evaluate_checkpoint(cfg: SGSConfig, benchmark: str, problems: Sequence[Targe
             checkpoint = evaluation.checkpoint
             tokenizer = cfg.model.tokenizer_path or checkpoint
         else:
-            checkpoint, tokenizer = paths.base, paths.tokenizer
-            if warmstart_enabled(cfg):
-                # Its checkpoint holds the tokenizer the prompts were trained with.
-                checkpoint = tokenizer = sft.warm_start(cfg, paths).checkpoint
+            checkpoint, tokenizer = sft.default_weights(cfg, paths, train=True)
         engine = EngineGroup("eval-solver", checkpoint, num_engines=res.solver_engines, backend=res.engine_backend,
                              engine_options={"dtype": cfg.model.dtype}, num_cpus=res.cpus_per_engine,
                              num_gpus=res.gpus_per_engine)

@@ -15,9 +15,9 @@ Rocq) through the SAME Ray Train learner as the self-play updates
 weight 1.  The paper fine-tunes its Guide for the output format the same way.
 
 Prompts.  The corpus holds the role text as :class:`sgs.method.roles.PromptSet`
-renders it; here it is wrapped by :func:`sgs.machinery.runtime.chat_prompt` and
+renders it; here it is wrapped by :func:`sgs.machinery.prompts.chat_prompt` and
 tokenised exactly as the engines do at sampling time
-(:class:`sgs.machinery.runtime.Prompter`), so the model is trained on the prompts it
+(:class:`sgs.machinery.prompts.Prompter`), so the model is trained on the prompts it
 will be asked.
 
 Cache.  The result is a Hugging Face checkpoint in
@@ -65,7 +65,8 @@ from sgs.machinery.learner import TrainExample, TrainSettings, train
 from sgs.machinery.models import ModelPaths, default_cache_dir
 from sgs.machinery.models.tiny import BUILD_INFO_FILE
 from sgs.state.records import Target
-from sgs.machinery.runtime import Prompter, backend_spec, chat_prompt, model_paths, sampling_settings, start_ray, train_settings
+from sgs.machinery.prompts import Prompter, chat_prompt
+from sgs.machinery.runtime import backend_spec, model_paths, sampling_settings, start_ray, train_settings
 from sgs.state.targets import batch_targets, load_targets
 from sgs.state.warmstart import WarmstartExample, corpus_fingerprint, load_corpus
 
@@ -215,6 +216,22 @@ def warm_start(cfg: SGSConfig, paths: ModelPaths, cache_dir: Path | None = None)
         (staging / INFO_FILE).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
         os.rename(staging, final)
     return WarmStart(str(final), trained=True, info=info, report=None)
+
+
+def default_weights(cfg: SGSConfig, paths: ModelPaths, *, train: bool) -> tuple[str, str]:
+    """The weights ``python -m sgs`` starts self-play from and their tokenizer:
+    the base model, or its warm start when the run would warm-start it.
+
+    With ``train`` a warm start the cache lacks is trained now (Ray must be
+    initialised); without, the base model stands in for it.
+    """
+    if not warmstart_enabled(cfg):
+        return paths.base, paths.tokenizer
+    found = warm_start(cfg, paths) if train else cached_checkpoint(cfg, paths)
+    if found is None:
+        return paths.base, paths.tokenizer
+    # Its checkpoint holds the tokenizer the prompts were trained with.
+    return found.checkpoint, found.checkpoint
 
 
 # --------------------------------------------------------------------------

@@ -30,11 +30,11 @@ from lean_env.pool import VerifierPool
 from sgs.state.benchmarks import HUB_BENCHMARKS, BenchmarkError, load_benchmark
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ROCQ_TARGETS, TargetsConfig, TinyModelSettings, config_problems
 from sgs.machinery.engines import EngineGroup, Sample, SamplingSettings
-from sgs.evaluate import main
+from sgs.evaluate import checkpoint_problems, main
 from sgs.analysis.evaluation import PROBLEMS_FILE, SUMMARY_FILE, evaluate_problems, format_table
 from sgs.machinery.models import build_tiny_model
 from sgs.state.records import Target
-from sgs.machinery.runtime import Prompter
+from sgs.machinery.prompts import Prompter
 from sgs.state.targets import load_targets
 
 REPO = Path(__file__).resolve().parents[1]
@@ -279,6 +279,12 @@ def test_the_command_refuses_bad_settings_and_benchmarks_before_starting_anythin
     assert f"{bad}:2: the statement must be a non-empty string" in capsys.readouterr().err
     assert main([f"evaluation.checkpoint={tmp_path / 'no-such-checkpoint'}"]) == 3
     assert "checkpoint directory not found" in capsys.readouterr().err
+
+
+def test_a_hub_id_is_no_missing_directory(tmp_path):
+    assert checkpoint_problems("some-org/some-prover") == []
+    assert checkpoint_problems(str(tmp_path / "gone")) == [
+        f"checkpoint directory not found: evaluation.checkpoint={str(tmp_path / 'gone')!r}"]
 
 
 # --------------------------------------------------------------------------

@@ -40,7 +40,8 @@ from sgs.loop.weights import TRAIN_METRICS_FILE, current_weights
 from sgs.state.records import Attempt, Completion, ConjectureScore, Target, prompt_digest
 from sgs.state.targets import batch_targets
 from sgs.method.roles import CONJECTURE_NAME_PREFIX, Failure, PromptSet, canonical_form
-from sgs.machinery.runtime import Checkpoint, Prompter, backend_spec, chat_prompt, colocated_gpu_ids
+from sgs.machinery.prompts import Prompter, chat_prompt
+from sgs.machinery.runtime import Checkpoint, backend_spec, colocated_gpu_ids
 from sgs.state.store import REQUIRED_METRICS, Store
 from sgs.state.targets import TargetError, held_out_by_hash, load_targets
 from tests.test_report import check_report

@@ -31,7 +31,7 @@ from sgs.analysis.evaluation import HELD_OUT_FILE, conjecturer_outputs, guide_pa
 from sgs.machinery.models import ModelPaths, build_tiny_model
 from sgs.state.records import Target
 from sgs.method.roles import Role
-from sgs.machinery.runtime import Prompter, chat_prompt
+from sgs.machinery.prompts import Prompter, chat_prompt
 from sgs.sft import (
     CACHE_SUBDIR,
     REPORT_FILE,

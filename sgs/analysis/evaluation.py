@@ -37,7 +37,7 @@ from sgs.analysis.estimators import PassAtKEstimate, estimate_pass_at_k, pass_at
 from sgs.machinery.streaming import Request, stream, submit
 from sgs.state.records import Target
 from sgs.method.roles import extract_conjecture, extract_guide_scores, extract_proof
-from sgs.machinery.runtime import Prompter
+from sgs.machinery.prompts import Prompter
 
 #: The status of a sample whose output holds no extractable proof (so the prover never saw it).
 NO_PROOF = "no_proof"

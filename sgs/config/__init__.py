@@ -24,7 +24,9 @@ data loading):
 
 * :mod:`sgs.config.schema`: the dataclasses, every field documented where it
   is declared, and the allowed values of the choice fields (the evaluation
-  settings in :mod:`sgs.config.evaluation`, which the schema imports);
+  settings in :mod:`sgs.config.evaluation` and the prover service's in
+  :mod:`sgs.config.serve`, which the schema imports; ``conf/serve.yaml`` is
+  the service's primary config);
 * :mod:`sgs.config.validation`: :func:`validate` turns a composed
   ``DictConfig`` into a typed :class:`SGSConfig`, or raises
   :class:`ConfigError` listing every problem (value ranges, unknown choices,
@@ -85,6 +87,7 @@ from sgs.config.schema import (  # noqa: F401  (the package's public names)
     TrainingConfig,
     WarmstartConfig,
 )
+from sgs.config.serve import ServeConfig, serve_problems  # noqa: F401  (the package's public names)
 from sgs.config.validation import (  # noqa: F401  (the package's public names)
     config_problems,
     engines_sleep_during_training,
@@ -94,6 +97,7 @@ from sgs.config.validation import (  # noqa: F401  (the package's public names)
     weight_transfer_backend,
 )
 from sgs.config.machine import (  # noqa: F401  (the package's public names)
+    missing_model_directory,
     requirements_problems,
     suggested_overrides,
 )

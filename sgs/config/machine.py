@@ -75,14 +75,19 @@ def _in_hub_cache(source: str) -> bool:
     return True
 
 
+def missing_model_directory(value: str) -> bool:
+    """Whether a model location that looks like a local path (it starts with
+    ``/``, ``.`` or ``~``, or exists) is not a directory; anything else is
+    taken for a hub id."""
+    looks_local = value.startswith(("/", ".", "~")) or os.path.exists(os.path.expanduser(value))
+    return looks_local and not Path(value).expanduser().is_dir()
+
+
 def _model_path_problems(cfg: SGSConfig) -> list[str]:
     problems = []
     for key in ("path", "tokenizer_path", "guide_path"):
         value = getattr(cfg.model, key)
-        if value is None:
-            continue
-        looks_local = value.startswith(("/", ".", "~")) or os.path.exists(os.path.expanduser(value))
-        if looks_local and not Path(value).expanduser().is_dir():
+        if value is not None and missing_model_directory(value):
             problems.append(f"model directory not found: model.{key}={value!r}")
     return problems
 

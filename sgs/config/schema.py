@@ -18,6 +18,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from sgs.config.evaluation import EvaluationConfig
+from sgs.config.serve import ServeConfig
 
 #: Directory holding ``config.yaml`` and the config groups (repository root ``conf/``).
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
@@ -522,6 +523,8 @@ class SGSConfig:
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     #: Metrics output (group ``logging``).
     logging: LoggingConfig = field(default_factory=LoggingConfig)
+    #: The prover service (``python -m sgs.serve``; ``conf/serve.yaml``).
+    serve: ServeConfig = field(default_factory=ServeConfig)
 
 
 def register_configs() -> None:

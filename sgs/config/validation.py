@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from sgs.config.benchmark_names import benchmark_problems
+from sgs.config.serve import serve_problems
 from sgs.config.schema import (
     BACKEND_LANGUAGE,
     CONJECTURER_PROMPTS,
@@ -415,6 +416,7 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
     _check_warmstart(problems, cfg.warmstart, cfg)
     _check_evaluation(problems, cfg.evaluation, cfg.prover)
     _choice(problems, "logging.wandb_mode", cfg.logging.wandb_mode, WANDB_MODES)
+    problems.extend(serve_problems(cfg.serve))
     return problems
 
 

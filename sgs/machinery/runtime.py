@@ -5,8 +5,8 @@ itself lives in :mod:`sgs.loop`.  The pieces:
 
 * :func:`start_ray`: a fresh local cluster, or the one ``resources.ray_address`` names;
 * :func:`model_paths`: where the base model, its tokenizer and the Guide come from;
-* :class:`Prompter` / :func:`chat_prompt`: role prompts exactly as the engines receive them;
-* :func:`build_runtime`: one engine group per active role and the verifier pool;
+* :func:`build_runtime`: one engine group per active role and the verifier pool
+  (prompts are :mod:`sgs.machinery.prompts`);
 * :func:`train_settings` / :func:`sampling_settings`: config values as the
   learner's and the engines' settings objects.
 """
@@ -35,11 +35,14 @@ from sgs.config import (
 from sgs.machinery.engines import EngineGroup, SamplingSettings
 from sgs.machinery.learner import TrainSettings
 from sgs.machinery.models import ModelPaths, resolve_model_paths
-from sgs.state.records import Target
-from sgs.method.roles import PromptSet, template_dir
+from sgs.machinery.prompts import Prompter
+from sgs.method.roles import template_dir
 from sgs.state.targets import corpus_texts, load_targets
 from sgs.state.warmstart import load_corpus
 
+#: How to get past the Ray 2.60 dashboard's login.
+DASHBOARD_TOKEN_HINT = ("Ray 2.60 asks for the token in ~/.ray/auth_token; RAY_AUTH_MODE=disabled turns that "
+                        "off on a private machine")
 #: Verdicts of every check the run made, so a resumed run re-verifies nothing.
 VERDICT_CACHE_FILE = "verdicts.jsonl"
 #: The run directory's log of proofs the first check accepted and the audit rejected.
@@ -81,7 +84,7 @@ def reserved_cpus(cfg: SGSConfig) -> float:
             + res.learner_workers * res.cpus_per_learner_worker)
 
 
-def start_ray(cfg: SGSConfig) -> Any:
+def start_ray(cfg: SGSConfig, reserved: float | None = None) -> Any:
     """Join ``resources.ray_address``, or start a fresh local cluster.
 
     A local cluster is always a new one (``address="local"``): a plain
@@ -89,7 +92,8 @@ def start_ray(cfg: SGSConfig) -> Any:
     ``ray start`` on the same machine.  Unless ``resources.num_cpus`` says
     otherwise, it declares enough logical CPUs to place every actor at once
     (they then share the machine's cores), since engines, verifiers and the
-    learner all stay alive for the whole run.
+    learner all stay alive for the whole run.  ``reserved`` is what the
+    caller's actors reserve when they are not a run's (:func:`reserved_cpus`).
     """
     res = cfg.resources
     if res.ray_address is not None:
@@ -97,7 +101,8 @@ def start_ray(cfg: SGSConfig) -> Any:
     num_cpus = res.num_cpus
     if num_cpus is None:
         # +1: Ray Train's controller needs a CPU slot beside its workers.
-        num_cpus = max(os.cpu_count() or 1, math.ceil(reserved_cpus(cfg)) + 1)
+        needed = reserved_cpus(cfg) if reserved is None else reserved
+        num_cpus = max(os.cpu_count() or 1, math.ceil(needed) + 1)
     return ray.init(address="local", num_cpus=num_cpus, num_gpus=res.num_gpus)
 
 
@@ -122,58 +127,6 @@ def model_paths(cfg: SGSConfig) -> ModelPaths:
         if warmstart_enabled(cfg):
             texts += [example.completion for example in load_corpus(cfg.warmstart.corpus, cfg.prover.language)]
     return resolve_model_paths(cfg.model, seed=cfg.seed, corpus=texts)
-
-
-# --------------------------------------------------------------------------
-# Prompts
-# --------------------------------------------------------------------------
-
-
-def chat_prompt(tokenizer: Any, text: str) -> str:
-    """``text`` as one user turn with the assistant turn opened, in the
-    tokenizer's chat template (unchanged when it has none).
-
-    The engines tokenise prompts with the tokenizer's own special tokens; when
-    those include BOS, the template's BOS is dropped here so it is not doubled.
-    """
-    if not getattr(tokenizer, "chat_template", None):
-        return text
-    chat = tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                         add_generation_prompt=True)
-    bos = tokenizer.bos_token
-    adds_bos = tokenizer.bos_token_id is not None and tokenizer("x")["input_ids"][:1] == [tokenizer.bos_token_id]
-    if adds_bos and bos and chat.startswith(bos):
-        chat = chat[len(bos):]
-    return chat
-
-
-class Prompter:
-    """The role prompts as the engines receive them.
-
-    Role text comes from the language's templates (:class:`sgs.method.roles.PromptSet`),
-    wrapped by :func:`chat_prompt`, as chat-tuned provers expect.
-    ``token_ids`` tokenises the way the engines do, so the learner trains on
-    the exact prompt the sampler saw.
-    """
-
-    def __init__(self, language: str, tokenizer: Any):
-        self.roles = PromptSet(language)
-        self.tokenizer = tokenizer
-
-    def solver(self, header: str, statement: str) -> str:
-        return chat_prompt(self.tokenizer, self.roles.solver(header, statement))
-
-    def conjecturer(self, target: Target | None) -> str:
-        """The target-conditioned prompt, or the fixed prompt when ``target`` is None."""
-        if target is None:
-            return chat_prompt(self.tokenizer, self.roles.conjecturer_unconditioned())
-        return chat_prompt(self.tokenizer, self.roles.conjecturer(target.statement))
-
-    def guide(self, target: Target, conjecture: str) -> str:
-        return chat_prompt(self.tokenizer, self.roles.guide(target.statement, conjecture))
-
-    def token_ids(self, prompt: str) -> list[int]:
-        return self.tokenizer(prompt)["input_ids"]
 
 
 # --------------------------------------------------------------------------

@@ -206,17 +206,38 @@ def to_problem(record: Any, where: str, language: str) -> Target:
     if not isinstance(header, str):
         raise BenchmarkError(f"{where}: 'header' must be a string, got {header!r}")
 
+    text = problem_text(statement, header, language)
+    if text.other_language is not None:
+        raise BenchmarkError(f"{where}: problem {problem_id!r} is a {text.other_language} statement, "
+                             f"but prover.language={language!r}")
+    if text.problem is not None:
+        raise BenchmarkError(f"{where}: problem {problem_id!r} is not a {language} problem: {text.problem}")
+    return Target(id=problem_id, header=header, statement=text.statement)
+
+
+@dataclass(frozen=True)
+class ProblemText:
+    """A statement as the verifier takes it, and what the verifier's text checks say of it."""
+
+    statement: str
+    """The statement (Lean: ending in ``:= by``, see :func:`lean_statement`)."""
+    problem: str | None
+    """Why the text checks refuse the statement or the header (``<reason>: <details>``), or None."""
+    other_language: str | None
+    """The other proof language, when the refused text passes its checks (the two were mixed up)."""
+
+
+def problem_text(statement: str, header: str, language: str) -> ProblemText:
+    """``statement`` and ``header`` through the verifier's own text checks for ``language``
+    (:mod:`lean_env.lean.checks`, :mod:`lean_env.rocq.checks`), before any prover runs."""
     if language == "lean":
         statement = lean_statement(statement)
     problem = _text_problem(statement, header, language)
-    if problem is not None:
-        other = next(lang for lang in PROOF_LANGUAGES if lang != language)
-        converted = lean_statement(statement) if other == "lean" else statement
-        if _text_problem(converted, header, other) is None:
-            raise BenchmarkError(f"{where}: problem {problem_id!r} is a {other} statement, "
-                                 f"but prover.language={language!r}")
-        raise BenchmarkError(f"{where}: problem {problem_id!r} is not a {language} problem: {problem}")
-    return Target(id=problem_id, header=header, statement=statement)
+    if problem is None:
+        return ProblemText(statement, None, None)
+    other = next(lang for lang in PROOF_LANGUAGES if lang != language)
+    converted = lean_statement(statement) if other == "lean" else statement
+    return ProblemText(statement, problem, other if _text_problem(converted, header, other) is None else None)
 
 
 def lean_statement(statement: str) -> str:
@@ -237,7 +258,7 @@ def _first_field(record: dict, names: tuple[str, ...], where: str) -> Any:
 
 def _text_problem(statement: str, header: str, language: str) -> str | None:
     """Why the verifier's text checks for ``language`` refuse ``statement`` or
-    ``header``, or None when they pass."""
+    ``header`` (``<reason>: <details>``), or None when they pass."""
     if language == "lean":
         rejection = check_trusted_statement(statement) or check_text(header, LEAN_MAX_HEADER_CHARS)
         return None if rejection is None else f"{rejection.reason}: {'; '.join(rejection.messages)}"

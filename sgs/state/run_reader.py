@@ -47,6 +47,8 @@ CONFIG_FILE = "config.yaml"
 CONFIG_CHANGES_FILE = "config_changes.jsonl"
 TARGETS_FILE = "targets.jsonl"
 METRICS_FILE = "metrics.jsonl"
+#: Names the best checkpoint of a role: ``checkpoints/<role>/best`` holds ``iter_NNNN``.
+BEST_FILE = "best"
 
 ITER_RE = re.compile(r"iter_(\d+)")
 
@@ -181,6 +183,31 @@ class RunReader:
             else:
                 metrics.append(obj)
         return metrics
+
+    # -- checkpoints -----------------------------------------------------------
+
+    def checkpoint_dir(self, role: str, iteration: int) -> Path:
+        """Where ``role``'s checkpoint after ``iteration`` lives (it may not exist).
+        Whether it is complete is told by the phase that wrote it being done."""
+        return self.run_dir / "checkpoints" / role / iter_name(iteration)
+
+    def checkpoint_iterations(self, role: str) -> list[int]:
+        """Iterations that have a checkpoint directory for ``role``, ascending."""
+        root = self.run_dir / "checkpoints" / role
+        if not root.is_dir():
+            return []
+        return sorted(int(m.group(1)) for p in root.iterdir() if p.is_dir() and (m := ITER_RE.fullmatch(p.name)))
+
+    def best_checkpoint(self, role: str) -> int | None:
+        """The iteration whose checkpoint is flagged best for ``role`` (``checkpoints/<role>/best``), if any."""
+        pointer = self.run_dir / "checkpoints" / role / BEST_FILE
+        if not pointer.exists():
+            return None
+        text = pointer.read_text().strip()
+        m = ITER_RE.fullmatch(text)
+        if m is None:
+            raise StoreError(f"{pointer}: expected a checkpoint name like 'iter_0003', got {text!r}")
+        return int(m.group(1))
 
     # -- committed phases ----------------------------------------------------
 

