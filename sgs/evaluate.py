@@ -36,15 +36,14 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from transformers import AutoTokenizer
 
-from lean_env.pool import VerifierPool
 from sgs import sft
 from sgs.state.benchmarks import BenchmarkError, load_benchmark
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, validate
 from sgs.config import warmstart_enabled
-from sgs.machinery.engines import EngineGroup
 from sgs.analysis.evaluation import BenchmarkResult, evaluate_problems, format_table
 from sgs.state.records import Target
-from sgs.machinery.runtime import Prompter, backend_spec, model_paths, sampling_settings, start_ray
+from sgs.machinery.runtime import (Checkpoint, Prompter, model_paths, pinned_gpus, sampling_settings, start_engines,
+                                   start_ray, start_verifier_pool)
 from sgs.state.targets import TargetError
 
 
@@ -119,14 +118,10 @@ def evaluate_checkpoint(cfg: SGSConfig, benchmark: str, problems: Sequence[Targe
             if warmstart_enabled(cfg):
                 # Its checkpoint holds the tokenizer the prompts were trained with.
                 checkpoint = tokenizer = sft.warm_start(cfg, paths).checkpoint
-        engine = EngineGroup("eval-solver", checkpoint, num_engines=res.solver_engines, backend=res.engine_backend,
-                             engine_options={"dtype": cfg.model.dtype}, num_cpus=res.cpus_per_engine,
-                             num_gpus=res.gpus_per_engine)
+        engine = start_engines(cfg, "eval-solver", Checkpoint(checkpoint, 0), num_engines=res.solver_engines,
+                               gpu_ids=pinned_gpus(cfg).get("solver"), weight_transfer=False)
         try:
-            pool = VerifierPool(backend_spec(cfg.prover), num_workers=res.verifier_workers,
-                                timeout=cfg.prover.timeout, cpus_per_worker=res.cpus_per_verifier,
-                                name="eval-verifier", audit_fraction=cfg.prover.audit_fraction,
-                                audit_seed=cfg.seed)
+            pool = start_verifier_pool(cfg, name="eval-verifier")
             try:
                 settings = sampling_settings(cfg.sampling.solver, n=evaluation.samples_per_problem, seed=cfg.seed)
                 return evaluate_problems(engine, pool, Prompter(cfg.prover.language,
