@@ -368,6 +368,12 @@ def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
         if resources.colocate_engines_with_learner and gpus < 1:
             problems.append(f"resources.colocate_engines_with_learner=true pins engines to the node's GPUs but "
                             f"{declared}")
+        engines = _active_engines(resources, cfg.method)
+        # Checked on the configured backend, so that a rehearsal (simulated GPUs) refuses it too.
+        if resources.colocate_engines_with_learner and resources.engine_backend == "vllm" and engines > gpus >= 1:
+            problems.append(f"{engines} colocated vLLM engines on {declared}: each takes most of its GPU's memory "
+                            f"(gpu_memory_utilization 0.9), so two cannot share one; give at most {gpus} engines "
+                            f"(resources.solver_engines, conjecturer_engines, guide_engines)")
 
 
 def _check_simulated(problems: list[str], resources: ResourcesConfig, cfg: SGSConfig) -> None:
@@ -416,7 +422,7 @@ def weight_transfer_backend(resources: ResourcesConfig) -> str | None:
     if resources.weight_transfer != "direct":
         return None
     on_gpu = resources.gpus_per_engine > 0 or resources.colocate_engines_with_learner
-    return "nccl" if on_gpu and resources.simulated_gpus == 0 else "gloo"
+    return "nccl" if on_gpu else "gloo"
 
 
 def engines_sleep_during_training(resources: ResourcesConfig) -> bool:

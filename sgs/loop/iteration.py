@@ -120,6 +120,7 @@ class Loop:
         if phase == "record":
             phases = {name: stats for (i, name), stats in self._stats.items() if i == iteration}
             record(ctx, iteration, phases, self._fault_counts(), self.on_metrics)
+            ctx.rt.placement.actors(ctx.rt.engines, ctx.rt.pool)  # restarted actors may run elsewhere now
         elif phase in RECORD_PHASES:
             PHASE_STEPS[phase](ctx, iteration, self.store.begin_phase(iteration, phase))
         else:

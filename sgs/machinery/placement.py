@@ -8,7 +8,9 @@ computes on; per verifier worker its node and process; per learner run
 (the last of each role) every rank's node, GPUs, device, process-group
 backend and strategy.  It is what this session's actors said, not what the
 config asked for, so it shows a mismatch between the two (on real GPUs or
-``resources.simulated_gpus``).  A resumed run rewrites it.
+``resources.simulated_gpus``).  It is written when the actors start and
+again at the end of every iteration (an actor lost and restarted may run
+elsewhere then); a resumed run rewrites it.
 
 It also appends to ``<run_dir>/engine_sleep.jsonl`` one line each time the
 engines are put to sleep for training and woken after it: every engine's

@@ -264,11 +264,18 @@ class Runtime:
         self.pool.shutdown()
 
 
-def pinned_gpus(cfg: SGSConfig) -> dict[str, list[int]]:
-    """:func:`colocated_gpu_ids` for the GPUs the running Ray cluster declares."""
+def pinned_gpus(cfg: SGSConfig) -> dict[str, list[str]]:
+    """:func:`colocated_gpu_ids` for the GPUs of the running local cluster,
+    as the GPU ids Ray gives the learner's ranks: those the driver's
+    ``CUDA_VISIBLE_DEVICES`` lists when it lists enough (a scheduler's
+    share of a node, "4,5,6,7"; the local raylet inherits the variable),
+    else 0 to N-1."""
     if not cfg.resources.colocate_engines_with_learner:
         return {}
-    return colocated_gpu_ids(cfg, int(ray.cluster_resources().get("GPU", 0)))
+    count = int(ray.cluster_resources().get("GPU", 0))
+    visible = [gpu for gpu in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if gpu.strip()]
+    ids = visible[:count] if len(visible) >= count else [str(index) for index in range(count)]
+    return {role: [ids[index] for index in indices] for role, indices in colocated_gpu_ids(cfg, count).items()}
 
 
 def colocated_gpu_ids(cfg: SGSConfig, node_gpus: int) -> dict[str, list[int]]:
@@ -303,7 +310,7 @@ def engine_options(cfg: SGSConfig, policy_version: int, *, weight_transfer: bool
 
 
 def start_engines(cfg: SGSConfig, name: str, checkpoint: Checkpoint, *, num_engines: int,
-                  gpu_ids: list[int] | None = None, weight_transfer: bool = True) -> EngineGroup:
+                  gpu_ids: list[str] | None = None, weight_transfer: bool = True) -> EngineGroup:
     """One group of ``num_engines`` engines on ``checkpoint``, placed as
     ``resources`` says (``gpu_ids``: colocated engines' GPUs, see
     :func:`colocated_gpu_ids`); the loop's, the warm-up report's and the

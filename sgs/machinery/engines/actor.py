@@ -53,7 +53,7 @@ class EngineActor:
 
     def __init__(
         self, backend: str, model_path: str, options: dict[str, Any], weights: tuple[str, int] | None = None,
-        gpu_id: int | None = None,
+        gpu_id: int | str | None = None,
     ) -> None:
         """Build the engine from ``model_path``; ``weights`` = (checkpoint dir,
         policy version) then loads a later checkpoint, as a restarted actor

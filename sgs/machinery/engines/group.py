@@ -120,7 +120,7 @@ class EngineGroup:
         load_timeout_s: float = 900.0,
         max_chunk_retries: int = 3,
         placement_strategy: str = "PACK",
-        gpu_ids: list[int] | None = None,
+        gpu_ids: list[int | str] | None = None,
     ) -> None:
         """Start ``num_engines`` actors, all loading ``model_path``.
 
