@@ -291,7 +291,7 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
          "resources.simulated_gpus=4"),
         (["+experiment=standard", "resources.simulated_gpus=8"], "but model 'deepseek_prover_v2_7b' needs a real GPU"),
         (["resources=gpu_node", "model=tiny", "resources.simulated_gpus=4", "resources.learner_workers=4"],
-         "8 colocated vLLM engines on resources.simulated_gpus=4: each takes most of its GPU's memory"),
+         "8 colocated vLLM engines on resources.simulated_gpus=4 put 2 on one GPU, each taking 0.9 of its memory"),
         (["resources.simulated_gpus=8"], "resources.simulated_gpus=8 but no actor uses a GPU"),
         (["resources=cluster", "resources.ray_address=auto", "model=tiny", "resources.engine_backend=vllm",
           "resources.weight_transfer=direct", "resources.simulated_gpus=64"], "use resources.weight_transfer=checkpoint"),

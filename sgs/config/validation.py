@@ -369,11 +369,13 @@ def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
             problems.append(f"resources.colocate_engines_with_learner=true pins engines to the node's GPUs but "
                             f"{declared}")
         engines = _active_engines(resources, cfg.method)
+        sharing = math.ceil(engines / gpus) if gpus >= 1 else 0
+        share = resources.engine_gpu_memory_fraction or 0.9  # vLLM's own default
         # Checked on the configured backend, so that a rehearsal (simulated GPUs) refuses it too.
-        if resources.colocate_engines_with_learner and resources.engine_backend == "vllm" and engines > gpus >= 1:
-            problems.append(f"{engines} colocated vLLM engines on {declared}: each takes most of its GPU's memory "
-                            f"(gpu_memory_utilization 0.9), so two cannot share one; give at most {gpus} engines "
-                            f"(resources.solver_engines, conjecturer_engines, guide_engines)")
+        if resources.colocate_engines_with_learner and resources.engine_backend == "vllm" and sharing * share > 1:
+            problems.append(f"{engines} colocated vLLM engines on {declared} put {sharing} on one GPU, each taking "
+                            f"{share:g} of its memory; give at most {gpus} engines, or "
+                            f"resources.engine_gpu_memory_fraction <= {1 / sharing:.2g}")
 
 
 def _check_simulated(problems: list[str], resources: ResourcesConfig, cfg: SGSConfig) -> None:
