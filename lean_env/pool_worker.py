@@ -47,6 +47,10 @@ class VerifierWorker:
         """This actor's pid and its prover's pids (used by fault-injection tests)."""
         return {"actor": os.getpid(), "prover": self.backend.prover_pids()}
 
+    def placement(self) -> dict[str, object]:
+        """The node this actor runs on and its pid (for the run's placement record)."""
+        return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+
     def placement_group_id(self) -> str | None:
         """Hex id of the placement group this actor was scheduled in (for tests and diagnostics)."""
         group = ray.get_runtime_context().get_placement_group_id()

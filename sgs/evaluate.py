@@ -35,16 +35,15 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from transformers import AutoTokenizer
 
-from lean_env.pool import VerifierPool
 from sgs import sft
 from sgs.state.benchmarks import BenchmarkError, load_benchmark
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, missing_model_directory, requirements_problems
 from sgs.config import validate
-from sgs.machinery.engines import EngineGroup
 from sgs.analysis.evaluation import BenchmarkResult, evaluate_problems, format_table
 from sgs.state.records import Target
 from sgs.machinery.prompts import Prompter
-from sgs.machinery.runtime import backend_spec, model_paths, sampling_settings, start_ray
+from sgs.machinery.runtime import (Checkpoint, model_paths, pinned_gpus, sampling_settings, start_engines, start_ray,
+                                   start_verifier_pool)
 from sgs.state.targets import TargetError
 
 
@@ -113,14 +112,10 @@ def evaluate_checkpoint(cfg: SGSConfig, benchmark: str, problems: Sequence[Targe
             tokenizer = cfg.model.tokenizer_path or checkpoint
         else:
             checkpoint, tokenizer = sft.default_weights(cfg, paths, train=True)
-        engine = EngineGroup("eval-solver", checkpoint, num_engines=res.solver_engines, backend=res.engine_backend,
-                             engine_options={"dtype": cfg.model.dtype}, num_cpus=res.cpus_per_engine,
-                             num_gpus=res.gpus_per_engine)
+        engine = start_engines(cfg, "eval-solver", Checkpoint(checkpoint, 0), num_engines=res.solver_engines,
+                               gpu_ids=pinned_gpus(cfg).get("solver"), weight_transfer=False)
         try:
-            pool = VerifierPool(backend_spec(cfg.prover), num_workers=res.verifier_workers,
-                                timeout=cfg.prover.timeout, cpus_per_worker=res.cpus_per_verifier,
-                                name="eval-verifier", audit_fraction=cfg.prover.audit_fraction,
-                                audit_seed=cfg.seed)
+            pool = start_verifier_pool(cfg, name="eval-verifier")
             try:
                 settings = sampling_settings(cfg.sampling.solver, n=evaluation.samples_per_problem, seed=cfg.seed)
                 return evaluate_problems(engine, pool, Prompter(cfg.prover.language,

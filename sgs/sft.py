@@ -56,17 +56,16 @@ import ray
 from hydra import compose, initialize_config_dir
 from transformers import AutoTokenizer
 
-from lean_env.pool import VerifierPool
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, validate
 from sgs.config import warmstart_enabled
-from sgs.machinery.engines import EngineGroup
 from sgs.analysis.evaluation import conjecturer_outputs, guide_parse_rate, read_json, solver_pass_at_k, write_json
 from sgs.machinery.learner import TrainExample, TrainSettings, train
 from sgs.machinery.models import ModelPaths, default_cache_dir
 from sgs.machinery.models.tiny import BUILD_INFO_FILE
 from sgs.state.records import Target
 from sgs.machinery.prompts import Prompter, chat_prompt
-from sgs.machinery.runtime import backend_spec, model_paths, sampling_settings, start_ray, train_settings
+from sgs.machinery.runtime import (Checkpoint, model_paths, pinned_gpus, sampling_settings, start_engines, start_ray,
+                                   start_verifier_pool, train_settings)
 from sgs.state.targets import batch_targets, load_targets
 from sgs.state.warmstart import WarmstartExample, corpus_fingerprint, load_corpus
 
@@ -142,7 +141,7 @@ def cache_key(cfg: SGSConfig, paths: ModelPaths) -> dict:
     (equal to itself read back from the checkpoint's info file)."""
     settings = asdict(sft_settings(cfg))
     # Placement changes the speed, not the weights (the plan is the same per step).
-    for name in ("num_workers", "cpus_per_worker", "use_gpu"):
+    for name in ("num_workers", "cpus_per_worker", "use_gpu", "simulated_gpus", "placement_strategy"):
         settings.pop(name)
     return json.loads(json.dumps({
         "version": SFT_VERSION,
@@ -256,14 +255,12 @@ def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequ
     parsed conjectures.  Needs Ray to be initialised.
     """
     started = time.perf_counter()
-    res, sampling, language = cfg.resources, cfg.sampling, cfg.prover.language
-    engine = EngineGroup("warmup", checkpoint, num_engines=1, backend=res.engine_backend,
-                         engine_options={"dtype": cfg.model.dtype}, num_cpus=res.cpus_per_engine,
-                         num_gpus=res.gpus_per_engine)
+    sampling, language = cfg.sampling, cfg.prover.language
+    # Colocated, the one engine takes the Solver's first GPU (nothing else holds it now).
+    engine = start_engines(cfg, "warmup", Checkpoint(checkpoint, 0), num_engines=1,
+                           gpu_ids=pinned_gpus(cfg).get("solver", [])[:1] or None, weight_transfer=False)
     try:
-        pool = VerifierPool(backend_spec(cfg.prover), num_workers=res.verifier_workers, timeout=cfg.prover.timeout,
-                            cpus_per_worker=res.cpus_per_verifier, name="warmup-verifier",
-                            audit_fraction=cfg.prover.audit_fraction, audit_seed=cfg.seed)
+        pool = start_verifier_pool(cfg, name="warmup-verifier")
         try:
             prompter = Prompter(language, tokenizer)
             k = cfg.method.num_solver_samples

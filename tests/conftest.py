@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -60,6 +61,14 @@ def ray_session():
     yield ray
     if started:
         ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def sgs_cache_dir(tmp_path_factory) -> Path:
+    """One SGS cache (``SGS_CACHE_DIR``) for the whole session: end-to-end runs
+    with the same targets, corpus and warm-start settings share one warm
+    start, whatever their placement (it is not part of the cache key)."""
+    return tmp_path_factory.mktemp("sgs_cache")
 
 
 @pytest.fixture(scope="module")

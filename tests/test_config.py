@@ -283,6 +283,18 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
         (["evaluation.k=-1"], "evaluation.k=-1 must be at least 0"),
         (["model.learning_rate_scale=0"], "model.learning_rate_scale=0.0 must be positive and finite"),
         (["resources.engine_gpu_memory_fraction=1.5"], "resources.engine_gpu_memory_fraction=1.5 must be in (0, 1]"),
+        (["resources=gpu_node", "resources.gpus_per_learner_worker=0.5"],
+         "resources.gpus_per_learner_worker=0.5 must be 0 (CPU) or 1"),
+        (["resources=gpu_node", "resources.simulated_gpus=-1"], "resources.simulated_gpus=-1 must be at least 0"),
+        (["resources=gpu_node", "resources.simulated_gpus=4"],
+         "the learner needs 8 GPUs (resources.gpus_per_learner_worker * resources.learner_workers) but "
+         "resources.simulated_gpus=4"),
+        (["+experiment=standard", "resources.simulated_gpus=8"], "but model 'deepseek_prover_v2_7b' needs a real GPU"),
+        (["resources=gpu_node", "model=tiny", "resources.simulated_gpus=4", "resources.learner_workers=4"],
+         "8 colocated vLLM engines on resources.simulated_gpus=4 put 2 on one GPU, each taking 0.9 of its memory"),
+        (["resources.simulated_gpus=8"], "resources.simulated_gpus=8 but no actor uses a GPU"),
+        (["resources=cluster", "resources.ray_address=auto", "model=tiny", "resources.engine_backend=vllm",
+          "resources.weight_transfer=direct", "resources.simulated_gpus=64"], "use resources.weight_transfer=checkpoint"),
     ],
 )
 def test_validate_names_the_bad_key(overrides, message):
@@ -309,8 +321,10 @@ def test_the_warm_start_runs_for_the_tiny_model_unless_told_otherwise(overrides,
     ([], None, False),                                                   # CPU engines load checkpoints
     (["resources.engine_backend=vllm", "resources.weight_transfer=direct"], "gloo", False),
     (["resources=gpu_node"], None, True),                                # colocated: checkpoint, and sleep
-    (["resources=cluster", "resources.ray_address=auto"], None, True),   # GPU engines sleep by default...
+    # Engines on GPUs of their own: the learner wants none of their memory, so they stay awake.
+    (["resources=cluster", "resources.ray_address=auto"], None, False),
     (["resources=cluster", "resources.ray_address=auto", "resources.weight_transfer=direct"], "nccl", False),
+    (["resources=gpu_node", "model=tiny", "resources.simulated_gpus=8"], None, True),
 ])
 def test_weight_transfer_and_sleep_defaults_follow_the_engines(overrides, backend, sleep):
     resources = C.validate(compose_cfg(*overrides)).resources
@@ -492,6 +506,18 @@ def test_hub_targets_while_offline_are_reported(monkeypatch):
 def test_missing_local_model_directory_is_reported(tmp_path):
     cfg = compose_cfg(f"model.path={tmp_path / 'ckpt'}")
     assert f"model directory not found: model.path='{tmp_path / 'ckpt'}'" in C.requirements_problems(cfg)
+
+
+def test_simulated_gpus_need_no_cuda_and_run_transformers_engines_on_the_cpu(no_cuda):
+    cfg = compose_cfg("+experiment=standard", "model=tiny", "prover=rocq", "resources=gpu_node", "scale=laptop",
+                      "resources.simulated_gpus=8")
+    assert C.requirements_problems(cfg) == [] and C.suggested_overrides(cfg) == []
+    resources = C.validate(cfg).resources
+    assert resources.engine_backend == "vllm" and C.engine_backend(resources) == "transformers"
+    assert C.declared_gpus(resources) == 8
+    # Without the switch the same placement asks for real GPUs.
+    real = compose_cfg("+experiment=standard", "model=tiny", "prover=rocq", "resources=gpu_node", "scale=laptop")
+    assert any("no CUDA GPU" in p for p in C.requirements_problems(real))
 
 
 def test_remote_cluster_skips_the_local_machine_checks(no_cuda):

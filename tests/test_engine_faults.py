@@ -172,10 +172,20 @@ def test_colocated_engines_see_only_their_pinned_gpu_also_after_a_restart(ray_se
     # actors that reserve no GPU.
     with engine_group(checkpoint, num_engines=2, gpu_ids=[3, 5], heartbeat_interval_s=0.5,
                       heartbeat_timeout_s=30.0) as group:
-        assert [ray.get(actor.visible_gpus.remote()) for actor in group.actors] == ["3", "5"]
+        placed = group.placement()
+        assert [p["cuda_visible_devices"] for p in placed] == ["3", "5"]
+        assert [p["ray_gpu_ids"] for p in placed] == [[], []]  # pinned outside Ray's GPU accounting
+        # A sleeping engine refuses to generate or load (a vLLM engine has nothing on its GPU then).
+        group.sleep()
+        assert all(p["asleep"] for p in group.placement())
+        with pytest.raises(Exception, match="generate on a sleeping engine"):
+            group.generate(PROMPTS[:1], SETTINGS)
+        group.wake_up()
         os.kill(process_id(group, 1), signal.SIGKILL)
         group.load_weights(checkpoint, policy_version=1)
         assert group.stats.actor_restarts == 1
-        assert ray.get(group.actors[1].visible_gpus.remote()) == "5"
+        after = group.placement()
+        assert after[1]["cuda_visible_devices"] == "5" and after[1]["pid"] != placed[1]["pid"]
+        assert [p["policy_version"] for p in after] == [1, 1] and not any(p["asleep"] for p in after)
     with pytest.raises(ValueError, match="give 2 ids and num_gpus=0"):
         EngineGroup("solver", checkpoint, num_engines=2, gpu_ids=[0])

@@ -354,16 +354,16 @@ def write_warm_corpus(path: Path, lines: int = 240) -> Path:
 
 
 @pytest.fixture(scope="module")
-def warm_run(tmp_path_factory, require_rocq):
+def warm_run(tmp_path_factory, require_rocq, sgs_cache_dir):
     """Overrides that run the loop small and fast on the test targets, with the
     tiny model warm-started on the test corpus by the run itself (sgs.sft).
-    Runs share the warm-start cache, so only the first one trains."""
+    Runs share the session's warm-start cache, so only the first one trains."""
     root = tmp_path_factory.mktemp("warm")
     rows = [{"id": t.id, "header": t.header, "statement": t.statement, "held_out": t.held_out} for t in make_targets()]
     targets = _write_jsonl(root / "targets.jsonl", rows)
     corpus = write_warm_corpus(root / "corpus.jsonl")
     with pytest.MonkeyPatch.context() as env:
-        env.setenv("SGS_CACHE_DIR", str(root / "cache"))  # the runs this module starts inherit it
+        env.setenv("SGS_CACHE_DIR", str(sgs_cache_dir))  # the runs this module starts inherit it
         yield [
             "model=tiny", "prover=rocq", "resources=local_cpu", "scale=laptop", f"targets.source={targets}",
             f"warmstart.corpus={corpus}", "warmstart.epochs=8", "warmstart.learning_rate=3e-3",

@@ -90,6 +90,8 @@ from sgs.config.schema import (  # noqa: F401  (the package's public names)
 from sgs.config.serve import ServeConfig, serve_problems  # noqa: F401  (the package's public names)
 from sgs.config.validation import (  # noqa: F401  (the package's public names)
     config_problems,
+    declared_gpus,
+    engine_backend,
     engines_sleep_during_training,
     to_schema,
     validate,

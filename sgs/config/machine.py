@@ -19,7 +19,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from sgs.config.schema import HUB_SCHEME, ProverConfig, SGSConfig, resolve_source_path
-from sgs.config.validation import to_schema, warmstart_enabled
+from sgs.config.validation import engine_backend, to_schema, warmstart_enabled
 
 
 
@@ -93,8 +93,11 @@ def _model_path_problems(cfg: SGSConfig) -> list[str]:
 
 
 def _cuda_users(cfg: SGSConfig) -> list[str]:
-    """What in ``cfg`` asks for a CUDA GPU on this machine, in words."""
+    """What in ``cfg`` asks for a CUDA GPU on this machine, in words (nothing
+    when its GPUs are simulated: they compute on the CPU)."""
     users = []
+    if cfg.resources.simulated_gpus > 0:
+        return users
     if cfg.model.needs_gpu:
         users.append(f"model {cfg.model.name!r} (model.needs_gpu=true)")
     if cfg.resources.gpus_per_engine > 0 or cfg.resources.gpus_per_learner_worker > 0:
@@ -105,7 +108,7 @@ def _cuda_users(cfg: SGSConfig) -> list[str]:
 
 
 def _vllm_missing(cfg: SGSConfig) -> bool:
-    return cfg.resources.engine_backend == "vllm" and importlib.util.find_spec("vllm") is None
+    return engine_backend(cfg.resources) == "vllm" and importlib.util.find_spec("vllm") is None
 
 
 def suggested_overrides(cfg: DictConfig | SGSConfig) -> list[str]:

@@ -358,6 +358,12 @@ class ResourcesConfig:
     num_cpus: int | None = None
     #: GPUs the local cluster may use; null uses all of them.
     num_gpus: int | None = None
+    #: Rehearse a GPU placement on CPUs: the local cluster declares this many
+    #: logical GPUs (in place of ``num_gpus``; cluster nodes declare theirs with
+    #: ``ray start --num-gpus``) and every actor reserves and is pinned to them
+    #: as on a real node, but computes on the CPU: engines with transformers
+    #: (whatever ``engine_backend`` says), the learner over gloo.  0: real GPUs.
+    simulated_gpus: int = 0
     #: Generation engine implementation: ``transformers`` or ``vllm``.
     engine_backend: str = "transformers"
     #: Generation engine actors serving the Solver.
@@ -386,10 +392,9 @@ class ResourcesConfig:
     cpus_per_learner_worker: float = 1.0
     #: GPUs per learner worker; 0 trains on CPU (DDP with gloo).
     gpus_per_learner_worker: float = 0.0
-    #: Engines release accelerator memory during the training phases and
-    #: take the new weights when they wake (vLLM sleep mode); null: when the
-    #: engines have GPUs and load checkpoints (``weight_transfer``).  Without
-    #: sleep mode (CPUs) it changes nothing.
+    #: Engines release accelerator memory during the training phases and take
+    #: the new weights when they wake (vLLM sleep mode); null: when they share
+    #: the learner's GPUs (``colocate_engines_with_learner``).
     sleep_engines_during_training: bool | None = None
     #: vLLM sleep level: 1 keeps the weights in host memory, 2 drops them
     #: (they are reloaded from the new checkpoint on waking; less host memory).

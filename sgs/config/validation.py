@@ -297,6 +297,7 @@ def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
         problems.append("resources.ray_address must not be empty; use null to start a local cluster")
     _at_least(problems, "resources.num_cpus", resources.num_cpus, 1)
     _at_least(problems, "resources.num_gpus", resources.num_gpus, 0)
+    _at_least(problems, "resources.simulated_gpus", resources.simulated_gpus, 0)
     _at_least(problems, "resources.solver_engines", resources.solver_engines, 1)
     if cfg.method.conjectures_per_target > 0:
         _at_least(problems, "resources.conjecturer_engines", resources.conjecturer_engines, 1)
@@ -335,6 +336,12 @@ def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
     for key in ("engine_placement", "verifier_placement", "learner_placement"):
         _choice(problems, f"resources.{key}", getattr(resources, key), PLACEMENT_STRATEGIES)
 
+    # Ray Train gives each rank one whole GPU (NCCL and DeepSpeed need a GPU of their own per rank).
+    if resources.gpus_per_learner_worker not in (0, 1):
+        problems.append(f"resources.gpus_per_learner_worker={resources.gpus_per_learner_worker!r} must be 0 (CPU) or "
+                        f"1 (one GPU per data-parallel rank)")
+    if resources.simulated_gpus > 0:
+        _check_simulated(problems, resources, cfg)
     on_cpu = [f"resources.{key}=0" for key in ("gpus_per_engine", "gpus_per_learner_worker")
               if getattr(resources, key) <= 0
               and not (key == "gpus_per_engine" and resources.colocate_engines_with_learner)]
@@ -343,19 +350,63 @@ def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
             f"model {cfg.model.name!r} needs a GPU but {' and '.join(on_cpu)} places it on CPU; "
             f"use resources=gpu_node or resources=cluster, or a CPU model (model=tiny)"
         )
-    if resources.num_gpus is not None:
+    gpus = declared_gpus(resources)
+    if gpus is not None:
+        declared = (f"resources.simulated_gpus={resources.simulated_gpus}" if resources.simulated_gpus
+                    else f"resources.num_gpus={resources.num_gpus}")
         engine_gpus = resources.gpus_per_engine * _active_engines(resources, cfg.method)
-        if engine_gpus > resources.num_gpus:
+        if engine_gpus > gpus:
             problems.append(
                 f"the generation engines need {engine_gpus:g} GPUs (resources.gpus_per_engine times the "
-                f"engines of the active roles) but resources.num_gpus={resources.num_gpus}"
+                f"engines of the active roles) but {declared}"
             )
         learner_gpus = resources.gpus_per_learner_worker * resources.learner_workers
-        if learner_gpus > resources.num_gpus:
+        if learner_gpus > gpus:
             problems.append(
                 f"the learner needs {learner_gpus:g} GPUs (resources.gpus_per_learner_worker * "
-                f"resources.learner_workers) but resources.num_gpus={resources.num_gpus}"
+                f"resources.learner_workers) but {declared}"
             )
+        if resources.colocate_engines_with_learner and gpus < 1:
+            problems.append(f"resources.colocate_engines_with_learner=true pins engines to the node's GPUs but "
+                            f"{declared}")
+        engines = _active_engines(resources, cfg.method)
+        sharing = math.ceil(engines / gpus) if gpus >= 1 else 0
+        share = resources.engine_gpu_memory_fraction or 0.9  # vLLM's own default
+        # Checked on the configured backend, so that a rehearsal (simulated GPUs) refuses it too.
+        if resources.colocate_engines_with_learner and resources.engine_backend == "vllm" and sharing * share > 1:
+            problems.append(f"{engines} colocated vLLM engines on {declared} put {sharing} on one GPU, each taking "
+                            f"{share:g} of its memory; give at most {gpus} engines, or "
+                            f"resources.engine_gpu_memory_fraction <= {1 / sharing:.2g}")
+
+
+def _check_simulated(problems: list[str], resources: ResourcesConfig, cfg: SGSConfig) -> None:
+    """What simulated GPUs cannot do: they compute on the CPU."""
+    if cfg.model.needs_gpu:
+        problems.append(f"resources.simulated_gpus={resources.simulated_gpus} computes on the CPU, but model "
+                        f"{cfg.model.name!r} needs a real GPU (model.needs_gpu=true); use model=tiny")
+    if resources.weight_transfer == "direct":
+        problems.append("resources.simulated_gpus runs transformers engines, which load checkpoints; "
+                        "use resources.weight_transfer=checkpoint")
+    if resources.gpus_per_engine <= 0 and resources.gpus_per_learner_worker <= 0 \
+            and not resources.colocate_engines_with_learner:
+        problems.append(f"resources.simulated_gpus={resources.simulated_gpus} but no actor uses a GPU "
+                        f"(resources.gpus_per_engine=0, resources.gpus_per_learner_worker=0, no colocated "
+                        f"engines); use resources=gpu_node or resources=cluster")
+
+
+def declared_gpus(resources: ResourcesConfig) -> int | None:
+    """The GPUs the config says the cluster has: ``simulated_gpus`` when set
+    (a local cluster declares that many), else ``num_gpus`` (None: as many
+    as Ray detects, or a cluster's nodes declare)."""
+    return resources.simulated_gpus or resources.num_gpus
+
+
+def engine_backend(resources: ResourcesConfig) -> str:
+    """The engine implementation the run uses: ``engine_backend``, except
+    with simulated GPUs, whose engines compute on the CPU with transformers
+    (vLLM's CUDA build cannot run there; its CPU build costs ~1.7 GB and
+    ~30 s per engine on a small machine and has no sleep mode to rehearse)."""
+    return "transformers" if resources.simulated_gpus > 0 else resources.engine_backend
 
 
 def _active_engines(resources: ResourcesConfig, method: MethodConfig) -> int:
@@ -368,24 +419,23 @@ def _active_engines(resources: ResourcesConfig, method: MethodConfig) -> int:
     return engines
 
 
-def _engines_on_gpu(resources: ResourcesConfig) -> bool:
-    return resources.gpus_per_engine > 0 or resources.colocate_engines_with_learner
-
-
 def weight_transfer_backend(resources: ResourcesConfig) -> str | None:
     """The transport trained weights take into the engines ("gloo" between
     CPU processes, "nccl" between GPUs), or None: the engines load checkpoints."""
     if resources.weight_transfer != "direct":
         return None
-    return "nccl" if _engines_on_gpu(resources) else "gloo"
+    on_gpu = resources.gpus_per_engine > 0 or resources.colocate_engines_with_learner
+    return "nccl" if on_gpu else "gloo"
 
 
 def engines_sleep_during_training(resources: ResourcesConfig) -> bool:
-    """``resources.sleep_engines_during_training``, its default resolved: GPU
-    engines sleep unless the learner sends them weights directly."""
+    """``resources.sleep_engines_during_training``, its default resolved:
+    engines sleep when the learner needs their GPUs' memory, i.e. when they
+    share the learner's GPUs.  (Engines on GPUs of their own, as on a
+    cluster, would only pay the wake-up for memory nobody else wants.)"""
     if resources.sleep_engines_during_training is not None:
         return resources.sleep_engines_during_training
-    return _engines_on_gpu(resources) and weight_transfer_backend(resources) is None
+    return resources.colocate_engines_with_learner
 
 
 def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:

@@ -114,12 +114,13 @@ class Loop:
         ctx.tokens = ctx.verifications = 0
         self.monitor.phase_started(iteration, phase, ctx.weights.versions())
         if phase in TRAINING_PHASES:
-            ctx.weights.sleep()
+            ctx.weights.sleep(iteration, phase)
         else:
-            ctx.weights.wake()
+            ctx.weights.wake(iteration, phase)
         if phase == "record":
             phases = {name: stats for (i, name), stats in self._stats.items() if i == iteration}
             record(ctx, iteration, phases, self._fault_counts(), self.on_metrics)
+            ctx.rt.placement.actors(ctx.rt.engines, ctx.rt.pool)  # restarted actors may run elsewhere now
         elif phase in RECORD_PHASES:
             PHASE_STEPS[phase](ctx, iteration, self.store.begin_phase(iteration, phase))
         else:

@@ -128,4 +128,5 @@ def learn(ctx: RunContext, iteration: int, role: str, examples: list[TrainExampl
     numbers = {**asdict(result.metrics), "weights_sent_directly": float(result.weights_sent),
                "weight_transfer_seconds": result.weight_transfer_seconds}
     (output / TRAIN_METRICS_FILE).write_text(json.dumps(numbers))
+    ctx.rt.placement.learner(role, iteration, result.placement)
     ctx.weights.trained(role, result, iteration + 1, target)

@@ -82,21 +82,27 @@ class EngineWeights:
         if not self._asleep:
             self._load_new_weights()
 
-    def sleep(self) -> None:
-        """Free the engines' accelerator memory for the learner (when configured)."""
+    def sleep(self, iteration: int, phase: str) -> None:
+        """Free the engines' accelerator memory for the learner (when configured)
+        before ``phase`` of ``iteration``; their states go to the run's sleep log."""
         if self._sleep_during_training and not self._asleep:
             for group in self.rt.engines.values():
                 group.sleep(self.cfg.resources.engine_sleep_level)
             self._asleep = True
+            self.rt.placement.engine_states("sleep", iteration, phase, self.rt.engines)
 
-    def wake(self) -> None:
-        """Wake the engines and give them the weights trained while they slept."""
+    def wake(self, iteration: int, phase: str) -> None:
+        """Wake the engines before ``phase`` of ``iteration`` and give them the
+        weights trained while they slept (the sleep log then shows their versions)."""
+        woke = self._asleep
         if self._asleep:
             for group in self.rt.engines.values():
                 group.wake_up()
             self._asleep = False
         if self._unloaded:
             self._load_new_weights()
+        if woke:
+            self.rt.placement.engine_states("wake", iteration, phase, self.rt.engines)
 
     @functools.cached_property
     def probe_sequence(self) -> tuple[list[int], list[int]]:

@@ -6,13 +6,15 @@ itself lives in :mod:`sgs.loop`.  The pieces:
 * :func:`start_ray`: a fresh local cluster, or the one ``resources.ray_address`` names;
 * :func:`model_paths`: where the base model, its tokenizer and the Guide come from;
 * :func:`build_runtime`: one engine group per active role and the verifier pool
-  (prompts are :mod:`sgs.machinery.prompts`);
+  (:func:`start_engines`, :func:`start_verifier_pool`, which every entry point
+  uses; prompts are :mod:`sgs.machinery.prompts`);
 * :func:`train_settings` / :func:`sampling_settings`: config values as the
   learner's and the engines' settings objects.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from dataclasses import dataclass, replace
@@ -29,16 +31,21 @@ from sgs.config import (
     ProverConfig,
     RoleSampling,
     SGSConfig,
+    engine_backend,
+    declared_gpus,
     warmstart_enabled,
     weight_transfer_backend,
 )
 from sgs.machinery.engines import EngineGroup, SamplingSettings
 from sgs.machinery.learner import TrainSettings
 from sgs.machinery.models import ModelPaths, resolve_model_paths
+from sgs.machinery.placement import PlacementRecord
 from sgs.machinery.prompts import Prompter
 from sgs.method.roles import template_dir
 from sgs.state.targets import corpus_texts, load_targets
 from sgs.state.warmstart import load_corpus
+
+log = logging.getLogger(__name__)
 
 #: How to get past the Ray 2.60 dashboard's login.
 DASHBOARD_TOKEN_HINT = ("Ray 2.60 asks for the token in ~/.ray/auth_token; RAY_AUTH_MODE=disabled turns that "
@@ -94,16 +101,23 @@ def start_ray(cfg: SGSConfig, reserved: float | None = None) -> Any:
     (they then share the machine's cores), since engines, verifiers and the
     learner all stay alive for the whole run.  ``reserved`` is what the
     caller's actors reserve when they are not a run's (:func:`reserved_cpus`).
+    It declares ``resources.simulated_gpus`` logical GPUs when that is set,
+    else ``resources.num_gpus``.
     """
     res = cfg.resources
     if res.ray_address is not None:
-        return ray.init(address=res.ray_address)
+        context = ray.init(address=res.ray_address)
+        declared = ray.cluster_resources().get("GPU", 0)
+        if res.simulated_gpus and declared != res.simulated_gpus:
+            log.warning("resources.simulated_gpus=%d but the cluster at %s declares %g GPUs",
+                        res.simulated_gpus, res.ray_address, declared)
+        return context
     num_cpus = res.num_cpus
     if num_cpus is None:
         # +1: Ray Train's controller needs a CPU slot beside its workers.
         needed = reserved_cpus(cfg) if reserved is None else reserved
         num_cpus = max(os.cpu_count() or 1, math.ceil(needed) + 1)
-    return ray.init(address="local", num_cpus=num_cpus, num_gpus=res.num_gpus)
+    return ray.init(address="local", num_cpus=num_cpus, num_gpus=declared_gpus(res))
 
 
 # --------------------------------------------------------------------------
@@ -165,6 +179,7 @@ def train_settings(cfg: SGSConfig) -> TrainSettings:
         num_workers=res.learner_workers,
         cpus_per_worker=res.cpus_per_learner_worker,
         use_gpu=res.gpus_per_learner_worker > 0,
+        simulated_gpus=res.simulated_gpus > 0,
         placement_strategy=res.learner_placement,
         seed=cfg.seed,
     )
@@ -188,16 +203,32 @@ def backend_spec(prover: ProverConfig) -> BackendSpec:
 
 @dataclass
 class Runtime:
-    """The actors one run drives: an engine group per active role, and the verifier pool."""
+    """The actors one run drives: an engine group per active role, and the
+    verifier pool; and the run directory's record of where they run."""
 
     engines: dict[str, EngineGroup]
     pool: VerifierPool
     prompter: Prompter
+    placement: PlacementRecord
 
     def shutdown(self) -> None:
         for group in self.engines.values():
             group.shutdown()
         self.pool.shutdown()
+
+
+def pinned_gpus(cfg: SGSConfig) -> dict[str, list[str]]:
+    """:func:`colocated_gpu_ids` for the GPUs of the running local cluster,
+    as the GPU ids Ray gives the learner's ranks: those the driver's
+    ``CUDA_VISIBLE_DEVICES`` lists when it lists enough (a scheduler's
+    share of a node, "4,5,6,7"; the local raylet inherits the variable),
+    else 0 to N-1."""
+    if not cfg.resources.colocate_engines_with_learner:
+        return {}
+    count = int(ray.cluster_resources().get("GPU", 0))
+    visible = [gpu for gpu in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if gpu.strip()]
+    ids = visible[:count] if len(visible) >= count else [str(index) for index in range(count)]
+    return {role: [ids[index] for index in indices] for role, indices in colocated_gpu_ids(cfg, count).items()}
 
 
 def colocated_gpu_ids(cfg: SGSConfig, node_gpus: int) -> dict[str, list[int]]:
@@ -216,57 +247,82 @@ def colocated_gpu_ids(cfg: SGSConfig, node_gpus: int) -> dict[str, list[int]]:
     return pinned
 
 
-def engine_options(cfg: SGSConfig, policy_version: int) -> dict[str, Any]:
-    """The engine constructor's keyword arguments for the loop's engines."""
+def engine_options(cfg: SGSConfig, policy_version: int, *, weight_transfer: bool = True) -> dict[str, Any]:
+    """The engine constructor's keyword arguments (``weight_transfer``: the
+    engines may take weights the learner sends, when configured)."""
     options: dict[str, Any] = {"policy_version": policy_version, "dtype": cfg.model.dtype}
     backend = weight_transfer_backend(cfg.resources)
-    if backend is not None:
+    if backend is not None and weight_transfer:
         options["weight_transfer_backend"] = backend
-    if cfg.resources.engine_backend == "vllm" and cfg.resources.engine_gpu_memory_fraction is not None:
+    if engine_backend(cfg.resources) == "vllm" and cfg.resources.engine_gpu_memory_fraction is not None:
         options["gpu_memory_utilization"] = cfg.resources.engine_gpu_memory_fraction
+    if cfg.resources.simulated_gpus > 0:
+        # The engine's GPU is a logical one: compute on the CPU even where CUDA is present.
+        options["device"] = "cpu"
     return options
 
 
-def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint], tokenizer: Any) -> Runtime:
-    """Start the engines (each active role on ``weights[role]``) and the verifier pool.
-
-    The pool's verdict cache lives in the run directory, so a resumed run
-    answers the checks it already made without asking the prover again.
-    """
+def start_engines(cfg: SGSConfig, name: str, checkpoint: Checkpoint, *, num_engines: int,
+                  gpu_ids: list[str] | None = None, weight_transfer: bool = True) -> EngineGroup:
+    """One group of ``num_engines`` engines on ``checkpoint``, placed as
+    ``resources`` says (``gpu_ids``: colocated engines' GPUs, see
+    :func:`colocated_gpu_ids`); the loop's, the warm-up report's and the
+    evaluation's engines are all started here, so they are placed alike."""
     res = cfg.resources
+    return EngineGroup(
+        name,
+        checkpoint.path,
+        num_engines=num_engines,
+        backend=engine_backend(res),
+        engine_options=engine_options(cfg, checkpoint.version, weight_transfer=weight_transfer),
+        num_cpus=res.cpus_per_engine,
+        num_gpus=res.gpus_per_engine,
+        placement_strategy=res.engine_placement,
+        gpu_ids=gpu_ids,
+        heartbeat_interval_s=ENGINE_HEARTBEAT_INTERVAL_S,
+        heartbeat_timeout_s=res.engine_heartbeat_timeout_s,
+        load_timeout_s=res.engine_restart_timeout_s,
+    )
+
+
+def start_verifier_pool(cfg: SGSConfig, *, name: str = "verifier", run_dir: Path | None = None) -> VerifierPool:
+    """The verifier pool, placed as ``resources`` says (on the nodes that
+    carry ``resources.verifier_node_resource``, if set).  With ``run_dir``
+    its verdict cache and audit log live there, so a resumed run answers the
+    checks it already made without asking the prover again."""
+    res = cfg.resources
+    return VerifierPool(
+        backend_spec(cfg.prover),
+        num_workers=res.verifier_workers,
+        timeout=cfg.prover.timeout,
+        cache=VerdictCache(run_dir / VERDICT_CACHE_FILE) if run_dir is not None else None,
+        audit_fraction=cfg.prover.audit_fraction,
+        audit_log=run_dir / AUDIT_LOG_FILE if run_dir is not None else None,
+        audit_seed=cfg.seed,
+        cpus_per_worker=res.cpus_per_verifier,
+        name=name,
+        placement_strategy=res.verifier_placement,
+        bundle_resources={res.verifier_node_resource: VERIFIER_NODE_SHARE} if res.verifier_node_resource else None,
+    )
+
+
+def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint], tokenizer: Any) -> Runtime:
+    """Start the engines (each active role on ``weights[role]``) and the
+    verifier pool, and record where they run (``<run_dir>/placement.json``)."""
     engines = {}
-    pinned = colocated_gpu_ids(cfg, int(ray.cluster_resources().get("GPU", 0)))
+    pool = None
+    pinned = pinned_gpus(cfg)
     try:
         for role in active_roles(cfg):
-            checkpoint = weights[role]
-            engines[role] = EngineGroup(
-                role,
-                checkpoint.path,
-                num_engines=getattr(res, f"{role}_engines"),
-                backend=res.engine_backend,
-                engine_options=engine_options(cfg, checkpoint.version),
-                num_cpus=res.cpus_per_engine,
-                num_gpus=res.gpus_per_engine,
-                placement_strategy=res.engine_placement,
-                gpu_ids=pinned.get(role),
-                heartbeat_interval_s=ENGINE_HEARTBEAT_INTERVAL_S,
-                heartbeat_timeout_s=res.engine_heartbeat_timeout_s,
-                load_timeout_s=res.engine_restart_timeout_s,
-            )
-        pool = VerifierPool(
-            backend_spec(cfg.prover),
-            num_workers=res.verifier_workers,
-            timeout=cfg.prover.timeout,
-            cache=VerdictCache(run_dir / VERDICT_CACHE_FILE),
-            audit_fraction=cfg.prover.audit_fraction,
-            audit_log=run_dir / AUDIT_LOG_FILE,
-            audit_seed=cfg.seed,
-            cpus_per_worker=res.cpus_per_verifier,
-            placement_strategy=res.verifier_placement,
-            bundle_resources={res.verifier_node_resource: VERIFIER_NODE_SHARE} if res.verifier_node_resource else None,
-        )
+            engines[role] = start_engines(cfg, role, weights[role], gpu_ids=pinned.get(role),
+                                          num_engines=getattr(cfg.resources, f"{role}_engines"))
+        pool = start_verifier_pool(cfg, run_dir=run_dir)
+        placement = PlacementRecord(run_dir, cfg.resources.simulated_gpus)
+        placement.actors(engines, pool)
     except BaseException:
         for group in engines.values():
             group.shutdown()
+        if pool is not None:
+            pool.shutdown()
         raise
-    return Runtime(engines=engines, pool=pool, prompter=Prompter(cfg.prover.language, tokenizer))
+    return Runtime(engines=engines, pool=pool, prompter=Prompter(cfg.prover.language, tokenizer), placement=placement)

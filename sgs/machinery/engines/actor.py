@@ -53,7 +53,7 @@ class EngineActor:
 
     def __init__(
         self, backend: str, model_path: str, options: dict[str, Any], weights: tuple[str, int] | None = None,
-        gpu_id: int | None = None,
+        gpu_id: int | str | None = None,
     ) -> None:
         """Build the engine from ``model_path``; ``weights`` = (checkpoint dir,
         policy version) then loads a later checkpoint, as a restarted actor
@@ -63,15 +63,26 @@ class EngineActor:
             # Before anything initialises CUDA.  Ray sets the variable for actors
             # that reserve no GPU to "" (none), whatever the runtime env says.
             os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_id)
+        self._device = options.get("device")
         self._engine = build_engine(backend, model_path, **options)
+        self._asleep = False
         if weights is not None:
             self._engine.load_weights(*weights)
 
     def generate(self, prompts: list[str], settings: SamplingSettings) -> list[list[Sample]]:
+        self._check_awake("generate")
         return self._engine.generate(prompts, settings)
 
     def load_weights(self, checkpoint_dir: str, policy_version: int) -> None:
+        self._check_awake("load_weights")
         self._engine.load_weights(checkpoint_dir, policy_version)
+
+    def _check_awake(self, call: str) -> None:
+        # A sleeping vLLM engine has no weights or KV cache on its GPU; the
+        # loop must wake it first.  Enforced for every backend, so a run on
+        # CPUs (simulated GPUs included) catches an ordering mistake too.
+        if self._asleep:
+            raise RuntimeError(f"{call} on a sleeping engine: call wake_up first")
 
     def policy_version(self) -> int:
         return self._engine.policy_version
@@ -103,9 +114,11 @@ class EngineActor:
 
     def sleep(self, level: int = 1) -> None:
         self._engine.sleep(level)
+        self._asleep = True
 
     def wake_up(self) -> None:
         self._engine.wake_up()
+        self._asleep = False
 
     @ray.method(concurrency_group=CONTROL_GROUP)
     def heartbeat(self) -> None:
@@ -117,6 +130,13 @@ class EngineActor:
         return os.getpid()
 
     @ray.method(concurrency_group=CONTROL_GROUP)
-    def visible_gpus(self) -> str | None:
-        """The actor's CUDA_VISIBLE_DEVICES (for diagnostics and tests)."""
-        return os.environ.get("CUDA_VISIBLE_DEVICES")
+    def placement(self) -> dict[str, Any]:
+        """Where the engine runs and its state: node, process, the GPUs Ray
+        assigned it, the GPUs it sees (CUDA_VISIBLE_DEVICES), the device it
+        was told to compute on (None: its own choice), asleep or not, and
+        the policy version it serves."""
+        runtime = ray.get_runtime_context()
+        return {"node_id": runtime.get_node_id(), "pid": os.getpid(),
+                "ray_gpu_ids": [str(i) for i in runtime.get_accelerator_ids().get("GPU", [])],
+                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "device": self._device,
+                "asleep": self._asleep, "policy_version": self._engine.policy_version}

@@ -10,8 +10,8 @@ into chunks and returns their ids, ``poll`` hands back the chunks that are
 done, ``outstanding`` counts those not handed back yet; ``generate`` is the
 blocking form.  ``load_weights`` broadcasts a new checkpoint to every actor
 (or a learner sends the weights itself: ``weight_target``, ``adopt_weights``);
-``policy_version``, ``served_logprobs`` and ``sleep`` / ``wake_up`` also ask
-every actor, with the same recovery as chunks.
+``policy_version``, ``served_logprobs``, ``placement`` and ``sleep`` / ``wake_up``
+also ask every actor, with the same recovery as chunks.
 
 Lost work is redone, never dropped.  The group remembers every chunk in
 flight (its actor, prompts and settings).  When an actor dies, or stops
@@ -120,7 +120,7 @@ class EngineGroup:
         load_timeout_s: float = 900.0,
         max_chunk_retries: int = 3,
         placement_strategy: str = "PACK",
-        gpu_ids: list[int] | None = None,
+        gpu_ids: list[int | str] | None = None,
     ) -> None:
         """Start ``num_engines`` actors, all loading ``model_path``.
 
@@ -351,6 +351,11 @@ class EngineGroup:
         of one sequence, by actor index: whether every actor serves the weights
         the learner wrote."""
         return self._on_every_actor("served_logprobs", prompt_ids, completion_ids)
+
+    def placement(self) -> list[dict[str, Any]]:
+        """Each actor's :meth:`~sgs.machinery.engines.actor.EngineActor.placement`
+        (node, GPUs, device, asleep, policy version), by actor index."""
+        return self._on_every_actor("placement")
 
     def sleep(self, level: int = 1) -> None:
         """Every actor releases its accelerator memory (see

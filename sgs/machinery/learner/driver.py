@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import asdict
+from typing import Any
 
 import ray
 import ray.train
@@ -23,6 +24,7 @@ from transformers import AutoConfig, AutoTokenizer
 from sgs.machinery.engines.weight_transfer import WeightTarget
 from sgs.machinery.learner.plan import plan_steps, truncate, validate_examples
 from sgs.machinery.learner.settings import (
+    PLACEMENT_FILE,
     PROBE_FILE,
     STAGING_DIR,
     Objective,
@@ -110,7 +112,7 @@ def train(
             resources_per_worker={"CPU": settings.cpus_per_worker, **({"GPU": 1} if settings.use_gpu else {})},
             placement_strategy=settings.placement_strategy,
         ),
-        torch_config=TorchConfig(backend="nccl" if settings.use_gpu else "gloo"),
+        torch_config=TorchConfig(backend="nccl" if settings.use_gpu and not settings.simulated_gpus else "gloo"),
         run_config=RunConfig(name=run_name, storage_path=staging),
     )
     result = trainer.fit()
@@ -138,17 +140,18 @@ def train(
             train_seconds=reported["train_seconds"],
             tokens_per_second=reported["num_tokens"] / max(reported["train_seconds"], 1e-9),
         ),
-        probe_logprobs=_read_probe(output_dir) if probe is not None else None,
+        probe_logprobs=_read_and_remove(output_dir, PROBE_FILE) if probe is not None else None,
+        placement=_read_and_remove(output_dir, PLACEMENT_FILE),
         weights_sent=reported.get("weights_sent", False),
         weight_transfer_seconds=reported.get("weight_transfer_seconds", 0.0),
         weight_transfer_error=reported.get("weight_transfer_error"),
     )
 
 
-def _read_probe(checkpoint_dir: str) -> list[float]:
-    """The probe log-probs rank 0 saved beside the weights (the file is then removed:
-    the checkpoint stays a plain Hugging Face directory)."""
-    path = os.path.join(checkpoint_dir, PROBE_FILE)
+def _read_and_remove(checkpoint_dir: str, name: str) -> Any:
+    """A JSON file rank 0 saved beside the weights (then removed: the
+    checkpoint stays a plain Hugging Face directory)."""
+    path = os.path.join(checkpoint_dir, name)
     with open(path) as handle:
         values = json.load(handle)
     os.remove(path)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from sgs.method.objectives import Normalisation
 
@@ -19,6 +19,7 @@ Strategy = Literal["auto", "ddp", "deepspeed"]
 STRATEGIES: tuple[str, ...] = ("auto", "ddp", "deepspeed")
 
 PROBE_FILE = "sgs_probe_logprobs.json"  # rank 0's probe log-probs, inside the new checkpoint until read
+PLACEMENT_FILE = "sgs_placement.json"  # every rank's placement, inside the new checkpoint until read
 OPTIMIZER_FILE = "optimizer.pt"  # DDP's persisted Adam state, inside a checkpoint dir
 DEEPSPEED_DIR = "deepspeed"  # DeepSpeed's engine checkpoint (the ZeRO-2 optimizer shards), inside a checkpoint dir
 DEEPSPEED_TAG = "state"  # the one tag saved under DEEPSPEED_DIR
@@ -92,6 +93,9 @@ class TrainSettings:
     """CPUs Ray reserves for each worker."""
     use_gpu: bool = False
     """One GPU per worker and NCCL; otherwise CPU and gloo."""
+    simulated_gpus: bool = False
+    """With ``use_gpu``: the GPUs are logical ones (``resources.simulated_gpus``).  Ray reserves and
+    assigns one per worker as for real GPUs, but the workers compute on the CPU over gloo."""
     placement_strategy: str = "PACK"
     """Ray placement group strategy of the workers ("STRICT_PACK": all on one node)."""
     seed: int = 0
@@ -163,3 +167,6 @@ class TrainResult:
     """Wall time of that transfer on rank 0 (0 when nothing was sent)."""
     weight_transfer_error: str | None = None
     """Why the transfer failed, when it was attempted and did (the engines then lack the weights)."""
+    placement: list[dict[str, Any]] | None = None
+    """Per rank: its node, the GPUs Ray assigned it, CUDA_VISIBLE_DEVICES, the device it
+    computed on, the process group's backend and the strategy (None when nothing was trained)."""

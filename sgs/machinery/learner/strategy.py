@@ -132,7 +132,7 @@ def make_deepspeed_engine(
     checkpoint beside it holds rounded to bf16.  (The engine checkpoint also
     holds a copy of the module's weights, which DeepSpeed's loader requires.)
     """
-    os.environ["DS_ACCELERATOR"] = "cuda" if settings.use_gpu else "cpu"
+    os.environ["DS_ACCELERATOR"] = "cuda" if settings.use_gpu and not settings.simulated_gpus else "cpu"
     import deepspeed
     from deepspeed.ops.op_builder.cpu import ShareMemCommBuilder
 

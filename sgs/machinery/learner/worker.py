@@ -28,11 +28,22 @@ from transformers import AutoModelForCausalLM
 
 from sgs.machinery.engines.weight_transfer import WeightTarget, send_weights
 from sgs.machinery.learner.plan import WorkerStep
-from sgs.machinery.learner.settings import DEEPSPEED_DIR, DEEPSPEED_TAG, OPTIMIZER_FILE, PROBE_FILE, TrainSettings
+from sgs.machinery.learner.settings import (DEEPSPEED_DIR, DEEPSPEED_TAG, OPTIMIZER_FILE, PLACEMENT_FILE, PROBE_FILE,
+                                            TrainSettings)
 from sgs.machinery.learner.steps import probe_logprobs, run_steps
 from sgs.machinery.learner.strategy import DeepSpeedUpdate, TorchUpdate, make_deepspeed_engine, make_optimizer
 
 logger = logging.getLogger(__name__)
+
+
+def _rank_placement(settings: TrainSettings, device: torch.device) -> dict[str, Any]:
+    """Where this rank runs and what it computes on (``TrainResult.placement``)."""
+    runtime = ray.get_runtime_context()
+    return {"rank": ray.train.get_context().get_world_rank(), "node_id": runtime.get_node_id(),
+            "ray_gpu_ids": [str(i) for i in runtime.get_accelerator_ids().get("GPU", [])],
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "device": str(device),
+            "backend": torch.distributed.get_backend() if torch.distributed.is_initialized() else None,
+            "strategy": settings.resolved_strategy}
 
 
 def train_worker(config: dict[str, Any]) -> None:
@@ -40,6 +51,11 @@ def train_worker(config: dict[str, Any]) -> None:
     context = ray.train.get_context()
     rank = context.get_world_rank()
     settings = TrainSettings(**config["settings"])
+    # A simulated GPU is reserved, not computed on.
+    device = torch.device("cpu") if settings.simulated_gpus else get_device()
+    placement = [_rank_placement(settings, device)] * context.get_world_size()
+    if torch.distributed.is_initialized() and context.get_world_size() > 1:
+        torch.distributed.all_gather_object(placement, placement[rank])
     torch.manual_seed(settings.seed)
     steps: list[WorkerStep] = ray.get(config["plans"][rank])
 
@@ -50,14 +66,14 @@ def train_worker(config: dict[str, Any]) -> None:
     persist = settings.optimizer_state == "persist"
     if settings.resolved_strategy == "deepspeed":
         # Move before casting, so that a large model is never held in fp32 in host memory.
-        model.to(get_device()).to(torch.bfloat16 if settings.bf16 else torch.float32)
+        model.to(device).to(torch.bfloat16 if settings.bf16 else torch.float32)
         engine = make_deepspeed_engine(
             model, settings, max(len(step.micro_batches) for step in steps), config["deepspeed_resume_dir"]
         )
         trained: torch.nn.Module = engine
         update: TorchUpdate | DeepSpeedUpdate = DeepSpeedUpdate(engine)
     else:
-        trained = prepare_model(model.float())  # train in fp32; DDP when world size > 1
+        trained = prepare_model(model.float(), move_to_device=device)  # train in fp32; DDP when world size > 1
         optimizer = make_optimizer(trained, settings)
         optimizer_file = os.path.join(config["base_checkpoint"], OPTIMIZER_FILE)
         if persist and os.path.isfile(optimizer_file):
@@ -85,8 +101,10 @@ def train_worker(config: dict[str, Any]) -> None:
         if rank == 0:
             # `model` is the module DDP or the engine wraps; after the step every rank holds all its weights.
             model.to(save_dtype).save_pretrained(directory)
+            # Files, not metrics: Ray Train prints every reported metric.
+            with open(os.path.join(directory, PLACEMENT_FILE), "w") as handle:
+                json.dump(placement, handle)
             if probe is not None:
-                # A file, not a metric: Ray Train prints every reported metric.
                 with open(os.path.join(directory, PROBE_FILE), "w") as handle:
                     json.dump(probe, handle)
             if settings.resolved_strategy == "ddp" and persist:
