@@ -43,7 +43,8 @@ from matplotlib.figure import Figure
 from sgs.analysis.comparison import (
     DEFAULT_BUDGETS, DEFAULT_CONFIDENCE, Difference, Interval, MethodFits, RunCurve, common_range, curve_band,
     default_budgets, difference_at, method_fits, t_interval)
-from sgs.analysis.report import ReportError, RunData, find_run_dirs, read_run, trained_on
+from sgs.analysis.report.runs import ReportError, RunData, find_run_dirs, read_run
+from sgs.analysis.report.series import trained_on
 from sgs.analysis.scaling import DEFAULT_MIN_GENERATIONS
 
 #: The RL baseline's experiment name: the default baseline when the sweep has it.
