@@ -43,8 +43,9 @@ from matplotlib.figure import Figure
 from sgs.analysis.comparison import (
     DEFAULT_BUDGETS, DEFAULT_CONFIDENCE, Difference, Interval, MethodFits, RunCurve, common_range, curve_band,
     default_budgets, difference_at, method_fits, t_interval)
+from sgs.analysis.report.page import markdown_table
 from sgs.analysis.report.runs import ReportError, RunData, find_run_dirs, read_run
-from sgs.analysis.report.series import trained_on
+from sgs.analysis.report.series import Followup, followup
 from sgs.analysis.scaling import DEFAULT_MIN_GENERATIONS
 
 #: The RL baseline's experiment name: the default baseline when the sweep has it.
@@ -58,38 +59,11 @@ class CompareError(Exception):
     """The runs cannot be compared; the message says why."""
 
 
-@dataclass(frozen=True)
-class Followup:
-    """What became of the targets whose conjectures the Conjecturer was trained on, in one run."""
-
-    trained_targets: dict[str, int]
-    """Target -> first iteration in which one of its conjectures was trained on."""
-    solved_after: set[str]
-    """Of those, the targets first solved in a later iteration."""
-
-    @property
-    def share(self) -> float | None:
-        return len(self.solved_after) / len(self.trained_targets) if self.trained_targets else None
-
-
-def followup(run: RunData) -> Followup:
-    """The mechanism in one run: targets trained on through a conjecture, then solved?"""
-    first: dict[str, int] = {}
-    if run.trains_conjecturer:
-        for iteration in sorted(run.scores):
-            for score in run.scores[iteration]:
-                target = run.conjecture_target.get(score.conjecture_id)
-                if target is not None and trained_on(score):
-                    first.setdefault(target, iteration)
-    solved = {t for t, i in first.items() if run.solved_at.get(t, -1) > i}
-    return Followup(first, solved)
-
-
-def baseline_followup(sgs_runs: Followup, baseline: RunData) -> tuple[int, int]:
+def baseline_followup(method_run: Followup, baseline: RunData) -> tuple[int, int]:
     """On the same targets, from the same iterations: (targets the baseline had not solved
     by then, of which it solved later).  The baseline's first-solve rate to set against
     the Conjecturer's."""
-    eligible = [(t, i) for t, i in sgs_runs.trained_targets.items() if baseline.solved_at.get(t, i + 1) > i]
+    eligible = [(t, i) for t, i in method_run.trained_targets.items() if baseline.solved_at.get(t, i + 1) > i]
     return len(eligible), sum(1 for t, i in eligible if t in baseline.solved_at)
 
 
@@ -245,14 +219,6 @@ def mechanism_rows(c: Comparison) -> list[list[str]]:
         if method != c.baseline and m.followup[0]:
             rows.append([method, _share(m.followup), _share(c.baseline_followup.get(method, (0, 0)))])
     return rows
-
-
-def markdown_table(rows: Sequence[Sequence[str]]) -> list[str]:
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|")
-
-    return (["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
-            + ["| " + " | ".join(cell(x) for x in row) + " |" for row in rows[1:]])
 
 
 def latex_table(rows: Sequence[Sequence[str]], caption: str) -> str:
