@@ -151,6 +151,12 @@ REFERENCE_FRACTION = 0.4
 #: at most this many instance conjectures per training target
 INSTANCES_PER_TARGET = 2
 
+#: Conjecturer practice beyond the targets: instance conjectures of the
+#: generated variant lemmas (not targets).  The tiny model needs many more
+#: examples of the Conjecturer's move (copy a statement, set one variable)
+#: than the training targets give to write statements that elaborate.
+VARIANT_CONJECTURES = True
+
 #: guide triples per kind (positives, then each kind of negative)
 GUIDE_POSITIVES = 220
 GUIDE_NEGATIVES = 50
@@ -1569,8 +1575,16 @@ def build_corpus(targets: Sequence[Mapping], seed: int = SEED) -> Corpus:
             guide_lemmas.append(lemma)
             examples.append(guide_example(prompts, target, lemma.statement, kind))
 
+    # Conjecturer practice on the variants (drawn last: the lines above stay as they were)
+    practice: list[Lemma] = []
+    if VARIANT_CONJECTURES:
+        for variant in variants:
+            for lemma in _dedupe(instances(variant, rng)[:INSTANCES_PER_TARGET], guard, seen):
+                practice.append(lemma)
+                examples.append(conjecturer_example(prompts, variant, lemma))
+
     lemmas = variants + [lemma for lemmas in conjectures.values() for lemma in lemmas]
-    lemmas += [lemma.renamed() for lemma in proved] + guide_lemmas
+    lemmas += [lemma.renamed() for lemma in proved] + guide_lemmas + practice
     return Corpus(examples, lemmas)
 
 
