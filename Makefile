@@ -3,7 +3,7 @@
 #   make test   set everything up, then run the test suite
 PY := .venv/bin/python
 
-.PHONY: setup demo test test-fast verify-sample bench bench-quick gpu-check clean
+.PHONY: setup demo test test-fast verify-sample bench bench-quick gpu-check ablation clean
 
 setup:
 	bash tools/setup.sh
@@ -41,6 +41,16 @@ bench-quick: setup
 GPU_PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 gpu-check:
 	RAY_AUTH_MODE=disabled $(GPU_PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
+
+# the laptop ablation (not in CI; about 90 minutes here): three methods x three
+# seeds on the default laptop setting, then the comparison (runs/ablation/comparison/)
+ABLATION_DIR ?= runs/ablation
+ablation: setup
+	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs -m \
+	    +experiment=standard,reinforce_half_solver_only,no_guide seed=0,1,2 \
+	    model=tiny prover=rocq resources=local_cpu scale=laptop logging.progress_bars=false \
+	    run_dir=$(ABLATION_DIR)
+	$(PY) -m tools.compare $(ABLATION_DIR)
 
 clean:
 	rm -rf .venv runs .pytest_cache

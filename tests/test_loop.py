@@ -543,6 +543,7 @@ def test_multirun_sweep_gives_each_experiment_its_own_run(tmp_path, warm_run):
     proc = _sgs("-m", "+experiment=standard,no_guide", *warm_run, "iterations=1", "logging.wandb_mode=disabled",
                 f"run_dir={run_dir}", timeout=500)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    starts = []
     for job, experiment, guide in (("0", "standard", True), ("1", "no_guide", False)):
         store = check_run(run_dir / job, iterations=1, conjectures_per_target=1)
         try:
@@ -550,8 +551,14 @@ def test_multirun_sweep_gives_each_experiment_its_own_run(tmp_path, warm_run):
             assert store.config["method"]["use_guide"] is guide
             if not guide:
                 assert all(s.guide_output is None for s in store.conjecture_scores(0).values())
+            starts.append({a.id: (a.completion.text, a.verdict.status if a.verdict else a.extraction_error)
+                           for a in store.attempts(0) if a.problem_kind == "target"})
         finally:
             store.close()
+    # Same seed and warm start: both experiments start from the same samples on the
+    # targets (the shared start cache), whatever else their iteration 0 sampled.
+    assert starts[0] and starts[0] == starts[1]
+    assert "samples of the base weights from the shared start cache" in proc.stdout + proc.stderr
     # The report command puts both runs on each figure; the run without a Guide gets a note, not a crash.
     report = subprocess.run([sys.executable, "-m", "tools.report", str(run_dir), "--out", str(tmp_path / "report"),
                              "--format", "html"], cwd=REPO, capture_output=True, text=True, timeout=300)

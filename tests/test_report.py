@@ -336,6 +336,11 @@ def test_report_writes_every_figure_and_explains_what_is_missing(run_dir, tmp_pa
     assert "iter_0002/conjecture.partial.jsonl" in text  # the killed phase is named, not counted
     assert "## 9. Rejection reasons" in text
     assert "the audit re-checked 2 valid proofs and disagreed on 1" in text
+    # The mechanism: t_a's and t_b's conjectures were trained on in the iteration that
+    # solved them, t_c's (weighted, not kept) in iteration 1, and t_c is still unsolved.
+    assert "## The Conjecturer's mechanism" in text
+    assert "standard: 0 of the 3 targets trained on through a conjecture were solved afterwards (0%)" in text
+    assert "| standard | 1 | c1_c | t_c | not yet |" in text and "| standard | 0 | c0_a | t_a | iteration 0 |" in text
 
 
 def test_an_ablation_sweep_shares_each_figure_and_html_escapes(tmp_path):

@@ -3,7 +3,7 @@
 import math
 
 from sgs.machinery.engines import Sample, SamplingSettings
-from sgs.state.sample_cache import SampleCache, sample_key
+from sgs.state.sample_cache import SampleCache, sample_key, start_samples_path, weights_fingerprint
 
 SETTINGS = SamplingSettings(n=4, max_tokens=32, temperature=1.0, top_p=0.95, seed=7)
 
@@ -80,3 +80,21 @@ def test_a_corrupt_line_is_skipped_not_fatal(tmp_path, caplog):
     reopened = SampleCache(path, tokens)
     assert len(reopened) == 2 and reopened.get("k2", "p").text == "b"
     assert "skipping a line" in caplog.text
+
+
+def test_start_samples_are_named_by_the_weights_that_decide_them(tmp_path):
+    weights = tmp_path / "model"
+    weights.mkdir()
+    (weights / "model.safetensors").write_bytes(b"w" * 10)
+    (weights / "config.json").write_text("{}")
+    first = start_samples_path(tmp_path / "cache", str(weights), "transformers")
+    assert first.parent == tmp_path / "cache" / "starts" and first.name.endswith(".samples.jsonl")
+    # A report written beside the weights later does not rename them ...
+    (weights / "warmup_report.json").write_text("{}")
+    assert start_samples_path(tmp_path / "cache", str(weights), "transformers") == first
+    # ... another engine backend, or rewritten weights, do.
+    assert start_samples_path(tmp_path / "cache", str(weights), "vllm") != first
+    (weights / "model.safetensors").write_bytes(b"w" * 11)
+    assert start_samples_path(tmp_path / "cache", str(weights), "transformers") != first
+    # A hub id is named by itself.
+    assert weights_fingerprint("org/model", "vllm") == weights_fingerprint("org/model", "vllm")

@@ -186,6 +186,12 @@ class SamplingConfig:
     #: Log-probs of this many most likely tokens are kept per generated
     #: position, for the token-entropy metric (SPEC §1.6); 0 keeps none.
     entropy_top_logprobs: int = 10
+    #: Keep the Solver's samples of the base weights (policy version 0) on the
+    #: training targets in a cache shared by runs (``<cache dir>/starts/``), so
+    #: that experiments with the same seed, base weights, engine backend and
+    #: sampling settings start from the same iteration-0 samples: a comparison
+    #: of two methods with one seed is then paired.  Off: every run draws its own.
+    share_start_samples: bool = True
 
 
 @dataclass

@@ -16,13 +16,14 @@ from lean_env.verdict import ProofTask, Status, Verdict
 from sgs.config import SGSConfig
 from sgs.loop.weights import EngineWeights
 from sgs.machinery.engines import Sample, SamplingSettings
+from sgs.machinery.models import default_cache_dir
 from sgs.machinery.monitor import LiveMonitor
 from sgs.machinery.runtime import Runtime
 from sgs.machinery.streaming import Request, stream, submit
 from sgs.method.roles import canonical_form
 from sgs.state.benchmarks import Benchmark
 from sgs.state.records import Completion, prompt_digest
-from sgs.state.sample_cache import SampleCache, sample_key
+from sgs.state.sample_cache import SampleCache, sample_key, start_samples_path
 from sgs.state.store import Store
 
 log = logging.getLogger(__name__)
@@ -115,21 +116,37 @@ class RunContext:
         settings: SamplingSettings,
         on_sample: Callable[[Request, str, Sample], None],
         on_verdict: Callable[[ProofTask, Verdict], None] | None = None,
+        shared: tuple[SampleCache, Callable[[Request], bool]] | None = None,
     ) -> None:
         """Every sample the requests want, handed to ``on_sample``: first those
         in the phase's sample cache (a resumed phase), then the rest streamed
         from ``role``'s engines, each cached the moment it returns; with
-        ``on_verdict``, until every check ``on_sample`` submitted is answered."""
+        ``on_verdict``, until every check ``on_sample`` submitted is answered.
+
+        ``shared``: a cache that outlives the run (:meth:`start_samples`) and
+        the requests it covers; for those, a sample the phase's cache lacks is
+        looked up there before it is drawn, and a drawn one is added to it."""
         cache = SampleCache(self.store.sample_cache_path(iteration, phase), self.rt.prompter.token_ids)
+        shared_cache, covers = shared if shared is not None else (None, lambda request: False)
         version = self.weights.current[role].version
         waiting = 0  # samples asked of the engines and not yet returned
 
         def key(request: Request, sample_id: str) -> str:
             return sample_key(request.prompt, settings, version, sample_id)
 
+        def lookup(request: Request, sample_id: str) -> tuple[Sample | None, bool]:
+            """(the cached sample or None, whether it came from the shared cache)."""
+            sample = cache.get(key(request, sample_id), request.prompt)
+            if sample is None and covers(request):
+                sample = shared_cache.get(key(request, sample_id), request.prompt)
+                return sample, sample is not None
+            return sample, False
+
         def on_drawn(request: Request, sample_id: str, sample: Sample) -> None:
             nonlocal waiting
             cache.put(key(request, sample_id), sample)
+            if covers(request):
+                shared_cache.put(key(request, sample_id), sample)
             self.tokens += sample.num_tokens
             waiting -= 1
             self.monitor.sampled(1, waiting)
@@ -142,17 +159,23 @@ class RunContext:
 
         try:
             fresh = []
+            from_shared = 0
             for request in requests:
                 missing = []
                 for sample_id in request.sample_ids:
-                    sample = cache.get(key(request, sample_id), request.prompt)
+                    sample, shared_hit = lookup(request, sample_id)
                     if sample is None:
                         missing.append(sample_id)
                     else:
+                        from_shared += shared_hit
                         on_sample(request, sample_id, sample)
                 if missing:
                     fresh.append(replace(request, sample_ids=missing))
-            reused = sum(len(r.sample_ids) for r in requests) - sum(len(r.sample_ids) for r in fresh)
+            if from_shared:
+                log.info("iteration %d %s: took %d samples of the base weights from the shared start cache %s "
+                         "(an earlier run with the same seed drew them)", iteration, phase, from_shared,
+                         shared_cache.path)
+            reused = sum(len(r.sample_ids) for r in requests) - sum(len(r.sample_ids) for r in fresh) - from_shared
             if reused:
                 # Expected in every review phase (the Guide's early reviews); in the
                 # other phases only after an interrupted run.
@@ -163,6 +186,17 @@ class RunContext:
             stream(submit(self.rt.engines[role], fresh, settings), on_drawn, *checks)
         finally:
             cache.close()
+            if shared_cache is not None:
+                shared_cache.close()
+
+    def start_samples(self) -> SampleCache | None:
+        """The shared cache of the Solver's samples of the base weights
+        (``sampling.share_start_samples``), while the Solver serves them; None otherwise."""
+        weights = self.weights.current["solver"]
+        if not self.cfg.sampling.share_start_samples or weights.version != 0:
+            return None
+        path = start_samples_path(default_cache_dir(), weights.path, self.cfg.resources.engine_backend)
+        return SampleCache(path, self.rt.prompter.token_ids)
 
 
 def elaboration_failure(status: Status) -> str:

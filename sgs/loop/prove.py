@@ -156,7 +156,11 @@ def prove(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
     try:
         if requests:
             settings = sampling_settings(sampling, n=1, seed=ctx.seed(iteration, "prove"))
-            ctx.draw(iteration, "prove", "solver", requests, settings, on_sample, on_verdict)
+            # The base weights' samples on the targets are shared between runs:
+            # experiments with one seed start from the same samples (paired comparisons).
+            starts = ctx.start_samples()
+            shared = (starts, lambda request: request.item.kind == "target") if starts is not None else None
+            ctx.draw(iteration, "prove", "solver", requests, settings, on_sample, on_verdict, shared)
         if early is not None:
             early.finish()
             ctx.tokens += early.tokens

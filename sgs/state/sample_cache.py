@@ -16,7 +16,14 @@ never a stale hit.
 
 One JSONL file per phase (``iter_0003/prove.samples.jsonl``), appended and
 flushed line by line; a torn last line (a kill mid-write) is skipped when
-reading.  The file is deleted once the phase is committed: its records then
+reading.
+
+The same format serves one cache that outlives runs: the start samples
+(:func:`start_samples_path`), the Solver's samples of the base weights on
+the targets, shared by every run that starts from those weights, so that
+experiments with one seed start from identical samples.  Its file is named
+by a fingerprint of the weights and the engine backend; the key above
+covers everything else.  The file is deleted once the phase is committed: its records then
 hold everything that mattered.  Prompt token ids are not stored (they would
 double the file for long prompts): the reader re-tokenises the prompt, which
 is what the engines did.
@@ -34,6 +41,30 @@ from pathlib import Path
 from sgs.machinery.engines import Sample, SamplingSettings
 
 log = logging.getLogger(__name__)
+
+
+def weights_fingerprint(weights: str, engine_backend: str) -> str:
+    """A name for base weights as served by one engine backend: the path (or hub
+    id) and, for a local directory, the name, size and modification time of
+    every file that decides what the model samples (weights, model config,
+    tokenizer), so that weights rewritten in place get a new name.  Reports
+    written beside the weights later do not change it."""
+    parts = [engine_backend, weights]
+    directory = Path(weights)
+    if directory.is_dir():
+        parts += [f"{p.relative_to(directory)}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
+                  for p in sorted(directory.rglob("*")) if p.is_file() and _decides_samples(p.name)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+
+def _decides_samples(name: str) -> bool:
+    return (name.endswith((".safetensors", ".bin")) or name.startswith("tokenizer")
+            or name in ("config.json", "generation_config.json", "special_tokens_map.json"))
+
+
+def start_samples_path(cache_dir: str | os.PathLike, weights: str, engine_backend: str) -> Path:
+    """The shared start-samples file of these base weights under ``cache_dir``."""
+    return Path(cache_dir) / "starts" / f"{weights_fingerprint(weights, engine_backend)}.samples.jsonl"
 
 
 def sample_key(prompt: str, settings: SamplingSettings, policy_version: int, sample_id: str) -> str:

@@ -11,6 +11,7 @@ import argparse
 import html
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgs.analysis.report.figures import (
@@ -28,7 +29,7 @@ from sgs.analysis.report.figures import (
     plot_verification,
 )
 from sgs.analysis.report.runs import ReportError, RunData, find_run_dirs, read_run, run_labels
-from sgs.analysis.report.series import SolveRateCurve, solve_rate_curve
+from sgs.analysis.report.series import SolveRateCurve, followup, kept_conjectures, solve_rate_curve
 from sgs.analysis.scaling import DEFAULT_MIN_GENERATIONS
 
 #: Exit status for a path that is not a run (the same as argparse's usage errors).
@@ -57,40 +58,95 @@ def _summary_rows(runs: Sequence[RunData], labels: Sequence[str], curves: Sequen
     return rows
 
 
-def render_markdown(rows: Sequence[Sequence[str]], plots: Sequence[Plot], reading_notes: Sequence[str]) -> str:
+@dataclass(frozen=True)
+class Table:
+    """A table of the page below the figures."""
+
+    title: str
+    caption: str
+    rows: list[list[str]]
+    """The header row, then the body."""
+
+
+def markdown_table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Lines of a markdown table (header row first); ``|`` in a cell is escaped."""
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
-    lines = ["# SGS run report", "", "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows[1:]]
+    return (["| " + " | ".join(cell(c) for c in rows[0]) + " |", "|" + "---|" * len(rows[0])]
+            + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows[1:]])
+
+
+def render_markdown(rows: Sequence[Sequence[str]], plots: Sequence[Plot], tables: Sequence[Table],
+                    reading_notes: Sequence[str]) -> str:
+    lines = ["# SGS run report", ""] + markdown_table(rows)
     for number, plot in enumerate(plots, 1):
         lines += ["", f"## {number}. {plot.title}", "", f"![{plot.title}]({plot.file})", "", plot.caption]
         if plot.notes:
             lines += ["", "Missing from this figure:", ""] + [f"- {note}" for note in plot.notes]
+    for table in tables:
+        lines += ["", f"## {table.title}", "", table.caption, ""] + markdown_table(table.rows)
     if reading_notes:
         lines += ["", "## Reading notes", ""] + [f"- {note}" for note in reading_notes]
     return "\n".join(lines) + "\n"
 
 
-def render_html(rows: Sequence[Sequence[str]], plots: Sequence[Plot], reading_notes: Sequence[str]) -> str:
+def render_html(rows: Sequence[Sequence[str]], plots: Sequence[Plot], tables: Sequence[Table],
+                reading_notes: Sequence[str]) -> str:
     e = html.escape
+
+    def html_table(table_rows: Sequence[Sequence[str]]) -> list[str]:
+        return (["<table>", "<tr>" + "".join(f"<th>{e(c)}</th>" for c in table_rows[0]) + "</tr>"]
+                + ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in table_rows[1:]]
+                + ["</table>"])
+
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"><title>SGS run report</title>',
              "<style>body{font-family:sans-serif;max-width:1400px;margin:auto;padding:1em}"
              "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}"
-             "img{max-width:100%}.notes{color:#555}</style></head><body>", "<h1>SGS run report</h1>", "<table>",
-             "<tr>" + "".join(f"<th>{e(c)}</th>" for c in rows[0]) + "</tr>"]
-    parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows[1:]]
-    parts.append("</table>")
+             "img{max-width:100%}.notes{color:#555}</style></head><body>", "<h1>SGS run report</h1>"]
+    parts += html_table(rows)
     for number, plot in enumerate(plots, 1):
         parts += [f"<h2>{number}. {e(plot.title)}</h2>", f'<img src="{e(plot.file)}" alt="{e(plot.title)}">',
                   f"<p>{e(plot.caption)}</p>"]
         if plot.notes:
             parts.append('<div class="notes">Missing from this figure:<ul>'
                          + "".join(f"<li>{e(note)}</li>" for note in plot.notes) + "</ul></div>")
+    for table in tables:
+        parts += [f"<h2>{e(table.title)}</h2>", f"<p>{e(table.caption)}</p>"] + html_table(table.rows)
     if reading_notes:
         parts += ["<h2>Reading notes</h2>", "<ul>" + "".join(f"<li>{e(n)}</li>" for n in reading_notes) + "</ul>"]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+#: Rows of the mechanism table shown per run; the rest is counted in its caption.
+MAX_MECHANISM_ROWS = 60
+
+
+def mechanism_table(runs: Sequence[RunData], labels: Sequence[str]) -> Table | None:
+    """Each conjecture the Conjecturer was trained on, its parent target and whether
+    that target was solved afterwards; None when no run trained on any."""
+    rows = [["run", "iteration", "conjecture", "parent target", "target first solved"]]
+    summaries, left_out = [], 0
+    for run, label in zip(runs, labels):
+        kept = kept_conjectures(run)
+        if not kept:
+            continue
+        follow = followup(run)
+        summaries.append(f"{label}: {len(follow.solved_after)} of the {len(follow.trained_targets)} targets "
+                         f"trained on through a conjecture were solved afterwards ({follow.share:.0%})")
+        for k in kept[:MAX_MECHANISM_ROWS]:
+            solved = ("not yet" if k.target_solved_at is None else
+                      f"iteration {k.target_solved_at}" + (" (after)" if k.target_solved_at > k.iteration else ""))
+            rows.append([label, str(k.iteration), k.conjecture_id, k.target_id, solved])
+        left_out += max(0, len(kept) - MAX_MECHANISM_ROWS)
+    if not summaries:
+        return None
+    caption = ("The self-guided mechanism: a conjecture is written for an unsolved target; when the "
+               "Conjecturer is trained on it, does the target fall later? " + "; ".join(summaries) + "."
+               + (f" ({left_out} more rows left out.)" if left_out else "")
+               + " `python -m tools.compare` sets this against the RL baseline on the same targets.")
+    return Table("The Conjecturer's mechanism", caption, rows)
 
 
 FORMATS = {"md": render_markdown, "html": render_html}
@@ -122,8 +178,9 @@ def report(run_dirs: Sequence[str | Path], out_dir: str | Path, *, min_generatio
         plot_targets(runs, labels, out_dir),
     ]
     reading_notes = [f"{label}: {note}" for run, label in zip(runs, labels) for note in run.notes]
+    tables = [table for table in (mechanism_table(runs, labels),) if table is not None]
     page = out_dir / f"report.{page_format}"
-    page.write_text(FORMATS[page_format](_summary_rows(runs, labels, curves), plots, reading_notes),
+    page.write_text(FORMATS[page_format](_summary_rows(runs, labels, curves), plots, tables, reading_notes),
                     encoding="utf-8")
     return page
 

@@ -122,6 +122,55 @@ def trained_on(score: ConjectureScore) -> bool:
 
 
 @dataclass(frozen=True)
+class Followup:
+    """What became of the targets whose conjectures the Conjecturer was trained on, in one run."""
+
+    trained_targets: dict[str, int]
+    """Target -> first iteration in which one of its conjectures was trained on."""
+    solved_after: set[str]
+    """Of those, the targets first solved in a later iteration."""
+
+    @property
+    def share(self) -> float | None:
+        """Share of ``trained_targets`` solved afterwards (None: nothing trained on)."""
+        return len(self.solved_after) / len(self.trained_targets) if self.trained_targets else None
+
+
+def followup(run: RunData) -> Followup:
+    """The mechanism in one run: was a target trained on through a conjecture, then solved?
+    (A conjecture is written only for a target unsolved so far, so "later" means the
+    target was unsolved when its conjecture was trained on.)"""
+    first: dict[str, int] = {}
+    if run.trains_conjecturer:
+        for iteration in sorted(run.scores):
+            for score in run.scores[iteration]:
+                target = run.conjecture_target.get(score.conjecture_id)
+                if target is not None and trained_on(score):
+                    first.setdefault(target, iteration)
+    return Followup(first, {t for t, i in first.items() if run.solved_at.get(t, -1) > i})
+
+
+@dataclass(frozen=True)
+class KeptConjecture:
+    """One conjecture the Conjecturer was trained on, and what became of its parent target."""
+
+    iteration: int
+    conjecture_id: str
+    target_id: str
+    target_solved_at: int | None
+    """First iteration the parent target was solved (None: not yet)."""
+
+
+def kept_conjectures(run: RunData) -> list[KeptConjecture]:
+    """Every conjecture the Conjecturer was trained on, in iteration order."""
+    if not run.trains_conjecturer:
+        return []
+    return [KeptConjecture(iteration, score.conjecture_id, target, run.solved_at.get(target))
+            for iteration in sorted(run.scores) for score in run.scores[iteration]
+            if trained_on(score) and (target := run.conjecture_target.get(score.conjecture_id)) is not None]
+
+
+@dataclass(frozen=True)
 class TargetTimeline:
     """One run's training targets over its iterations (the paper's Figure 5)."""
 

@@ -1,0 +1,372 @@
+"""The comparison of a sweep: methods over seeds at equal generation budgets.
+
+    python -m tools.compare RUN_DIR [RUN_DIR ...] [--baseline NAME] [--budgets N] [--confidence C]
+                            [--min-generations N] [--out DIR]
+
+A RUN_DIR is a run directory or a directory of runs (a Hydra multirun sweep,
+several sweeps, loose runs: all are read).  Runs are grouped by their
+config's ``experiment``; each run is one seed.  The output, in ``--out``
+(default: ``comparison/`` in the first RUN_DIR):
+
+* ``comparison.md``: per method, the seeds, the generations every seed
+  reached, the cumulative solve rate at the largest budget every run of the
+  sweep reached (mean and t interval over seeds), the final held-out pass@k
+  and the scaling-law asymptote (mean over seeds, or why there is no fit);
+  then every method against the baseline at equal budgets (the difference
+  with its interval, paired by seed when the seeds match); then the
+  mechanism: how often a target whose conjectures the Conjecturer was trained
+  on was solved afterwards, against how often the baseline solved those same
+  targets after the same iteration;
+* ``comparison.tex``: the first two tables as LaTeX (booktabs) to paste into a paper;
+* ``comparison.json``: every number behind the tables;
+* ``solve_rate.png`` (mean curve and band per method) and ``difference.png``
+  (each method minus the baseline against generations, with its band).
+
+The statistics are :mod:`sgs.analysis.comparison`; the runs are read with
+:func:`sgs.analysis.report.read_run` (read-only).  Exit status 2 when a path
+is not a run and holds none, or the runs cannot be compared (no overlap in
+generations, an unknown baseline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from sgs.analysis.comparison import (
+    DEFAULT_BUDGETS, DEFAULT_CONFIDENCE, Difference, Interval, MethodFits, RunCurve, common_range, curve_band,
+    default_budgets, difference_at, method_fits, t_interval)
+from sgs.analysis.report.page import markdown_table
+from sgs.analysis.report.runs import ReportError, RunData, find_run_dirs, read_run
+from sgs.analysis.report.series import Followup, followup
+from sgs.analysis.scaling import DEFAULT_MIN_GENERATIONS
+
+#: The RL baseline's experiment name: the default baseline when the sweep has it.
+RL_BASELINE = "reinforce_half_solver_only"
+#: Exit status for paths that hold no runs or runs that cannot be compared.
+EXIT_USAGE = 2
+DPI = 110
+
+
+class CompareError(Exception):
+    """The runs cannot be compared; the message says why."""
+
+
+def baseline_followup(method_run: Followup, baseline: RunData) -> tuple[int, int]:
+    """On the same targets, from the same iterations: (targets the baseline had not solved
+    by then, of which it solved later).  The baseline's first-solve rate to set against
+    the Conjecturer's."""
+    eligible = [(t, i) for t, i in method_run.trained_targets.items() if baseline.solved_at.get(t, i + 1) > i]
+    return len(eligible), sum(1 for t, i in eligible if t in baseline.solved_at)
+
+
+def run_curve(run: RunData) -> RunCurve | None:
+    """The run's (generations, cumulative solve rate) curve; None without a recorded iteration."""
+    points = [(m["generations"], m["cumulative_solve_rate"]) for m in run.metrics
+              if m.get("generations") is not None and m.get("cumulative_solve_rate") is not None]
+    if not points:
+        return None
+    return RunCurve(run.experiment, int(run.config.get("seed", 0)), str(run.run_dir),
+                    tuple(float(g) for g, _ in points), tuple(float(r) for _, r in points))
+
+
+@dataclass(frozen=True)
+class MethodSummary:
+    method: str
+    seeds: list[int]
+    reached: float
+    """Generations every seed of the method reached."""
+    at_budget: Interval | None
+    """Cumulative solve rate at the sweep's common budget."""
+    final: Interval
+    """Cumulative solve rate at each seed's last iteration."""
+    held_out: Interval | None
+    """Held-out pass@k at each seed's last measured policy version (None: not measured)."""
+    fits: MethodFits
+    followup: tuple[int, int]
+    """(targets trained on through a conjecture, of which solved later), summed over seeds."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    methods: dict[str, MethodSummary]
+    baseline: str
+    budgets: list[float]
+    common_budget: float
+    differences: dict[str, list[Difference | None]]
+    """Method -> method minus baseline at each budget."""
+    baseline_followup: dict[str, tuple[int, int]]
+    """Method -> (targets, solved later) for the baseline on the method's trained targets, paired by seed."""
+    confidence: float
+    notes: list[str]
+
+
+def compare(runs: Sequence[RunData], *, baseline: str | None = None, budgets: int = DEFAULT_BUDGETS,
+            confidence: float = DEFAULT_CONFIDENCE, min_generations: int = DEFAULT_MIN_GENERATIONS) -> Comparison:
+    """Group ``runs`` by experiment and compare them (see the module docstring)."""
+    notes = [note for run in runs for note in run.notes]
+    grouped: dict[str, list[tuple[RunData, RunCurve]]] = {}
+    for run in runs:
+        curve = run_curve(run)
+        if curve is None:
+            notes.append(f"{run.run_dir}: no recorded iteration; left out")
+            continue
+        grouped.setdefault(run.experiment, []).append((run, curve))
+    if not grouped:
+        raise CompareError("none of the runs has a recorded iteration")
+    for method, members in grouped.items():
+        seeds = [c.seed for _, c in members]
+        if len(set(seeds)) != len(seeds):
+            raise CompareError(f"experiment {method!r} has several runs with the same seed "
+                               f"({', '.join(str(r.run_dir) for r, _ in members)}): give each run its own seed")
+    if baseline is None:
+        baseline = RL_BASELINE if RL_BASELINE in grouped else sorted(grouped)[0]
+    if baseline not in grouped:
+        raise CompareError(f"baseline {baseline!r} is not among the experiments: {', '.join(sorted(grouped))}")
+    curves = [c for members in grouped.values() for _, c in members]
+    covered = common_range(curves)
+    if covered is None:
+        raise CompareError("the runs share no range of generations (one ends before another starts): "
+                           "compare runs of similar length")
+    grid = default_budgets(curves, budgets)
+    methods = {}
+    for method, members in sorted(grouped.items()):
+        method_curves = [c for _, c in members]
+        held_out = [run.held_out[-1].pass_at_k for run, _ in members if run.held_out]
+        follow = [followup(run) for run, _ in members]
+        methods[method] = MethodSummary(
+            method=method, seeds=sorted(c.seed for c in method_curves),
+            reached=min(c.generations[-1] for c in method_curves),
+            at_budget=curve_band(method_curves, [covered[1]], confidence)[0],
+            final=t_interval([c.rates[-1] for c in method_curves], confidence),
+            held_out=t_interval(held_out, confidence) if len(held_out) == len(members) else None,
+            fits=method_fits(method_curves, min_generations=min_generations),
+            followup=(sum(len(f.trained_targets) for f in follow), sum(len(f.solved_after) for f in follow)))
+    base_curves = [c for _, c in grouped[baseline]]
+    base_by_seed = {c.seed: run for run, c in grouped[baseline]}
+    differences, base_follow = {}, {}
+    for method, members in sorted(grouped.items()):
+        if method == baseline:
+            continue
+        differences[method] = difference_at([c for _, c in members], base_curves, grid, confidence)
+        counts = [baseline_followup(followup(run), base_by_seed[c.seed]) for run, c in members if c.seed in base_by_seed]
+        base_follow[method] = (sum(n for n, _ in counts), sum(s for _, s in counts))
+    return Comparison(methods, baseline, grid, covered[1], differences, base_follow, confidence, notes)
+
+
+# ---------------------------------------------------------------------------
+# Tables
+
+
+def _interval(interval: Interval | None, digits: int = 3) -> str:
+    if interval is None:
+        return "—"
+    if np.isnan(interval.low):
+        return f"{interval.mean:.{digits}f} (one seed: no interval)"
+    return f"{interval.mean:.{digits}f} [{interval.low:.{digits}f}, {interval.high:.{digits}f}]"
+
+
+def _asymptote(fits: MethodFits) -> str:
+    fitted = [r.fit.asymptote for r in fits.per_seed.values() if r.fit is not None]
+    if not fitted:
+        reason = next(iter(fits.per_seed.values())).reason if fits.per_seed else "no runs"
+        return f"no fit ({reason})"
+    if fits.asymptote_over_seeds is None:
+        return f"{fitted[0]:.3f} (one seed)"
+    s = fits.asymptote_over_seeds
+    return f"{s.mean:.3f} (seeds {s.min:.3f}–{s.max:.3f})"
+
+
+def _share(count: tuple[int, int]) -> str:
+    targets, solved = count
+    return f"{solved}/{targets} = {solved / targets:.2f}" if targets else "—"
+
+
+def method_rows(c: Comparison) -> list[list[str]]:
+    header = ["method", "seeds", "generations reached", f"solve rate at {c.common_budget:,.0f} gen.",
+              "final solve rate", "held-out pass@k", "asymptote A"]
+    rows = [header]
+    for m in c.methods.values():
+        rows.append([m.method, ",".join(map(str, m.seeds)), f"{m.reached:,.0f}", _interval(m.at_budget),
+                     _interval(m.final), _interval(m.held_out), _asymptote(m.fits)])
+    return rows
+
+
+def difference_rows(c: Comparison) -> list[list[str]]:
+    rows = [["method", "budget (generations)", f"Δ solve rate vs {c.baseline}", "pairing", "interval excludes 0"]]
+    for method, diffs in c.differences.items():
+        for budget, diff in zip(c.budgets, diffs):
+            if diff is None:
+                rows.append([method, f"{budget:,.0f}", "—", "—", "—"])
+                continue
+            pairing = f"paired by seed (n={diff.interval.n})" if diff.paired else f"Welch (n≥{diff.interval.n})"
+            rows.append([method, f"{budget:,.0f}", _interval(diff.interval), pairing,
+                         "yes" if diff.interval.excludes_zero else "no"])
+    return rows
+
+
+def mechanism_rows(c: Comparison) -> list[list[str]]:
+    rows = [["method", "targets trained on via a conjecture: solved later",
+             f"{c.baseline} on the same targets after the same iteration: solved later"]]
+    for method, m in c.methods.items():
+        if method != c.baseline and m.followup[0]:
+            rows.append([method, _share(m.followup), _share(c.baseline_followup.get(method, (0, 0)))])
+    return rows
+
+
+def latex_table(rows: Sequence[Sequence[str]], caption: str) -> str:
+    def cell(text: str) -> str:
+        for plain, escaped in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"),
+                               ("#", r"\#"), ("Δ", r"$\Delta$"), ("≥", r"$\geq$"), ("—", "--"), ("–", "--")):
+            text = text.replace(plain, escaped)
+        return text
+
+    lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{" + "l" * len(rows[0]) + "}", r"\toprule",
+             " & ".join(cell(x) for x in rows[0]) + r" \\", r"\midrule"]
+    lines += [" & ".join(cell(x) for x in row) + r" \\" for row in rows[1:]]
+    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{cell(caption)}}}", r"\end{table}"]
+    return "\n".join(lines)
+
+
+def render_markdown(c: Comparison) -> str:
+    level = f"{c.confidence:.0%}"
+    lines = ["# SGS sweep comparison", "",
+             f"Intervals are {level} t intervals over seeds; differences are paired by seed when both methods "
+             f"ran the same seeds (same seed, same iteration-0 samples), Welch's otherwise.", "",
+             "## Methods", ""] + markdown_table(method_rows(c))
+    lines += ["", f"## Against {c.baseline} at equal generation budgets", ""] + markdown_table(difference_rows(c))
+    mechanism = mechanism_rows(c)
+    if len(mechanism) > 1:
+        lines += ["", "## The Conjecturer's mechanism", "",
+                  "A target counts when one of its conjectures was trained on in iteration i and the target "
+                  "had not been solved by then; it is solved later if first solved in an iteration after i. "
+                  "The baseline column asks the same of the baseline run with the same seed, on the same "
+                  "targets, from the same iteration.", ""] + markdown_table(mechanism)
+    lines += ["", "![cumulative solve rate](solve_rate.png)", "", "![difference](difference.png)"]
+    if c.notes:
+        lines += ["", "## Reading notes", ""] + [f"- {note}" for note in c.notes]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(c: Comparison) -> dict:
+    return {
+        "baseline": c.baseline, "confidence": c.confidence, "budgets": c.budgets, "common_budget": c.common_budget,
+        "methods": {name: {
+            "seeds": m.seeds, "generations_reached": m.reached,
+            "solve_rate_at_common_budget": None if m.at_budget is None else m.at_budget.to_json(),
+            "final_solve_rate": m.final.to_json(),
+            "held_out_pass_at_k": None if m.held_out is None else m.held_out.to_json(),
+            "fits": {str(seed): r.to_json() for seed, r in m.fits.per_seed.items()},
+            "asymptote_over_seeds": None if m.fits.asymptote_over_seeds is None else m.fits.asymptote_over_seeds.to_json(),
+            "mean_curve_fit": None if m.fits.mean_curve is None else m.fits.mean_curve.to_json(),
+            "followup": {"trained_targets": m.followup[0], "solved_later": m.followup[1]},
+        } for name, m in c.methods.items()},
+        "differences": {name: [None if d is None else {"budget": d.budget, "paired": d.paired, **d.interval.to_json()}
+                               for d in diffs] for name, diffs in c.differences.items()},
+        "baseline_followup": {name: {"targets": n, "solved_later": s} for name, (n, s) in c.baseline_followup.items()},
+        "notes": c.notes,
+    }
+
+
+# ---------------------------------------------------------------------------
+# Figures
+
+
+def plot(c: Comparison, curves: Mapping[str, Sequence[RunCurve]], out_dir: Path) -> None:
+    """``solve_rate.png``: each method's mean curve with its band; ``difference.png``:
+    each method minus the baseline with its band, over the budgets every run covers."""
+    grid = np.linspace(c.budgets[0], c.budgets[-1], 50) if len(c.budgets) > 1 else np.array(c.budgets)
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
+    for index, (method, method_curves) in enumerate(sorted(curves.items())):
+        for curve in method_curves:
+            ax.plot(curve.generations, curve.rates, color=f"C{index}", alpha=0.25, linewidth=0.8)
+        band = [b for b in curve_band(method_curves, grid, c.confidence)]
+        ax.plot(grid, [b.mean for b in band], color=f"C{index}", label=f"{method} ({len(method_curves)} seeds)")
+        ax.fill_between(grid, [b.low for b in band], [b.high for b in band], color=f"C{index}", alpha=0.2)
+    ax.set_xlabel("generations")
+    ax.set_ylabel("cumulative solve rate")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_dir / "solve_rate.png", dpi=DPI)
+
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    for index, (method, method_curves) in enumerate(sorted(curves.items())):
+        if method == c.baseline:
+            continue
+        diffs = difference_at(method_curves, curves[c.baseline], grid, c.confidence)
+        points = [(g, d.interval) for g, d in zip(grid, diffs) if d is not None]
+        ax.plot([g for g, _ in points], [i.mean for _, i in points], color=f"C{index}", label=method)
+        ax.fill_between([g for g, _ in points], [i.low for _, i in points], [i.high for _, i in points],
+                        color=f"C{index}", alpha=0.2)
+    ax.set_xlabel("generations")
+    ax.set_ylabel(f"solve rate minus {c.baseline}")
+    if c.differences:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_dir / "difference.png", dpi=DPI)
+
+
+def write(c: Comparison, curves: Mapping[str, Sequence[RunCurve]], out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    page = out_dir / "comparison.md"
+    page.write_text(render_markdown(c), encoding="utf-8")
+    (out_dir / "comparison.tex").write_text(
+        latex_table(method_rows(c), "Cumulative solve rate per method (mean and interval over seeds).") + "\n\n"
+        + latex_table(difference_rows(c), f"Difference to {c.baseline} at equal generation budgets.") + "\n",
+        encoding="utf-8")
+    (out_dir / "comparison.json").write_text(json.dumps(to_json(c), indent=2) + "\n", encoding="utf-8")
+    plot(c, curves, out_dir)
+    return page
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.compare",
+                                     description="Compare the methods of one or more sweeps over seeds.")
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="a run directory or a directory of runs")
+    parser.add_argument("--baseline", help=f"the experiment the others are compared to (default: {RL_BASELINE} "
+                                           "when present, else the first name)")
+    parser.add_argument("--budgets", type=int, default=DEFAULT_BUDGETS, metavar="N",
+                        help="equal-generation budgets to compare at (default: %(default)s)")
+    parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, metavar="C",
+                        help="coverage of the intervals (default: %(default)s)")
+    parser.add_argument("--min-generations", type=int, default=DEFAULT_MIN_GENERATIONS, metavar="N",
+                        help="the scaling-law fits leave out points below this (default: %(default)s)")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="default: RUN_DIR/comparison of the first RUN_DIR")
+    args = parser.parse_args(argv)
+    if args.budgets < 1:
+        parser.error(f"--budgets must be at least 1, got {args.budgets}")
+    if not 0 < args.confidence < 1:
+        parser.error(f"--confidence must lie in (0, 1), got {args.confidence}")
+    if args.min_generations < 1:
+        parser.error(f"--min-generations must be at least 1, got {args.min_generations}")
+    try:
+        runs = [read_run(path) for path in find_run_dirs(args.run_dirs)]
+        comparison = compare(runs, baseline=args.baseline, budgets=args.budgets, confidence=args.confidence,
+                             min_generations=args.min_generations)
+    except (ReportError, CompareError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    curves: dict[str, list[RunCurve]] = {}
+    for run in runs:
+        if (curve := run_curve(run)) is not None:
+            curves.setdefault(run.experiment, []).append(curve)
+    page = write(comparison, curves, args.out or Path(args.run_dirs[0]) / "comparison")
+    print("\n".join(markdown_table(method_rows(comparison))))
+    print()
+    print("\n".join(markdown_table(difference_rows(comparison))))
+    print(f"\n{page}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
