@@ -67,8 +67,16 @@ def ray_session():
 def sgs_cache_dir(tmp_path_factory) -> Path:
     """One SGS cache (``SGS_CACHE_DIR``) for the whole session: end-to-end runs
     with the same targets, corpus and warm-start settings share one warm
-    start, whatever their placement (it is not part of the cache key)."""
-    return tmp_path_factory.mktemp("sgs_cache")
+    start, whatever their placement (it is not part of the cache key).  With
+    pytest-xdist (``make test`` runs two workers) the workers share it too:
+    the warm-start cache's lock makes the second one wait for the first's
+    training instead of repeating it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's base directory, above each worker's own
+    cache = root / "sgs_cache"
+    cache.mkdir(exist_ok=True)
+    return cache
 
 
 @pytest.fixture(scope="module")

@@ -11,14 +11,16 @@ Run: ``pytest tests/test_rocq_legit.py`` (needs ``coqtop``; ``-m slow`` adds the
 
 from __future__ import annotations
 
+import os
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from lean_env.backends import BackendSpec
 from lean_env.rocq.checks import validate_proof, validate_statement
-from lean_env.verdict import ProofTask, Status
+from lean_env.verdict import ProofTask, Status, Verdict
 
 CORPUS = Path(__file__).parent / "data" / "rocq_legit.toml"
 DEFAULT_HEADER = "Require Import Arith Lia List.\nImport ListNotations."
@@ -83,9 +85,18 @@ def test_a_very_long_valid_script_is_valid(backend):
     assert (verdict.status, verdict.reason) == (Status.VALID, "ok"), verdict.messages
 
 
+@pytest.fixture(scope="module")
+def audits(backend) -> dict[str, Verdict]:
+    """Every case's audit verdict by name.  Each audit is three processes in a
+    sandbox of its own, so they run side by side, one per core."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as workers:
+        verdicts = workers.map(lambda case: backend.audit(task_of(case), 120), CASES)
+        return dict(zip(map(case_id, CASES), verdicts))
+
+
 @pytest.mark.rocq
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_the_audit_agrees_on_every_case(backend, case):
-    verdict = backend.audit(task_of(case), 120)
+def test_the_audit_agrees_on_every_case(audits, case):
+    verdict = audits[case_id(case)]
     assert (verdict.status, verdict.reason) == (Status.VALID, "ok"), (case["style"], verdict.messages)
