@@ -3,7 +3,7 @@
 #   make test   set everything up, then run the test suite
 PY := .venv/bin/python
 
-.PHONY: setup demo test test-fast verify-sample bench bench-quick gpu-check ablation clean
+.PHONY: setup demo test test-full test-fast verify-sample bench bench-quick gpu-check ablation clean
 
 setup:
 	bash tools/setup.sh
@@ -18,12 +18,21 @@ verify-sample: setup
 	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m lean_env verify --backend rocq \
 	    --input lean_env/samples/rocq_sample.jsonl --output runs/sample_verdicts.jsonl --workers 2 --timeout 30
 
+# the suite on TEST_WORKERS pytest-xdist workers, a test file per worker at a
+# time; every test but the few marked `full` (what CI runs, under 30 minutes)
+TEST_WORKERS ?= 2
+PYTEST := RAY_AUTH_MODE=disabled $(PY) -m pytest tests -q -n $(TEST_WORKERS) --dist loadfile
 test: setup
-	RAY_AUTH_MODE=disabled $(PY) -m pytest tests -q $(PYTEST_ARGS)
+	$(PYTEST) -m "not full" $(PYTEST_ARGS)
+
+# everything, including the heaviest end-to-end runs marked `full` (about
+# seven more minutes here): before a release, or after changing what they run
+test-full: setup
+	$(PYTEST) $(PYTEST_ARGS)
 
 # unit tests only (skips the slow end-to-end runs); for the edit-test loop
 test-fast: setup
-	RAY_AUTH_MODE=disabled $(PY) -m pytest tests -q -m "not slow" $(PYTEST_ARGS)
+	$(PYTEST) -m "not slow" $(PYTEST_ARGS)
 
 # every benchmark, BENCH_RUNS times each, into benchmarks/results.json; the
 # READMEs' figures are rendered from it (run on a quiet machine: load average < 1)

@@ -269,9 +269,12 @@ def weight_update(ctx: CheckContext) -> Outcome:
     return outcome
 
 
-#: The loop stage's overrides on one GPU: three engines (a quarter of the GPU each) and the learner share it.
-LOOP_GPU = ["resources.num_gpus=1", "resources.gpus_per_engine=0.25", "resources.gpus_per_learner_worker=0.25",
-            "resources.cpus_per_engine=2", "resources.verifier_workers=4", "warmstart.epochs=2"]
+#: The loop stage's overrides on one GPU: the 8-GPU node's placement cut to one GPU.  The learner's one
+#: rank holds the GPU (Ray Train gives a rank a whole GPU); the three engines are pinned to it beside the
+#: learner and sleep while it trains.
+LOOP_GPU = ["resources=gpu_node", "resources.num_gpus=1", "resources.solver_engines=1",
+            "resources.conjecturer_engines=1", "resources.guide_engines=1", "resources.learner_workers=1",
+            "resources.verifier_workers=4", "warmstart.epochs=2"]
 #: With vLLM: each engine takes a fifth of the GPU's memory (vLLM's default, 0.9, leaves room for one).
 LOOP_VLLM = ["resources.engine_backend=vllm", "resources.engine_gpu_memory_fraction=0.2"]
 #: Its dry run: the default CPU placement, no warm start, short generations.

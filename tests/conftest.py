@@ -23,6 +23,21 @@ TINY = TinyModelSettings(
 )
 
 
+#: Test files whose end-to-end runs take minutes, heaviest first.  They are
+#: collected first, so that ``make test``'s xdist workers (a file each at a
+#: time) start on them and neither is left with one of them at the end.
+HEAVY_FILES = ("test_loop.py", "test_simulated_gpus.py", "test_lean_loop.py", "test_sft.py",
+               "test_weight_transfer.py", "test_gpu_check.py", "test_rocq_legit.py", "test_engine_faults.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return HEAVY_FILES.index(name) if name in HEAVY_FILES else len(HEAVY_FILES)
+
+    items.sort(key=rank)  # stable: each file's tests keep their order
+
+
 def require_binary(name: str) -> str:
     """Path of executable ``name``; skip (or fail under ``CI=true``) without it."""
     path = shutil.which(name)

@@ -511,6 +511,7 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
 
 
 @pytest.mark.slow
+@pytest.mark.full  # make test-full; not in CI
 def test_solver_only_experiment_on_vllm_engines_that_take_weights_directly(tmp_path, warm_run):
     """The solver-only experiment with vLLM engines that get each trained
     checkpoint from the learner over gloo, not from disk."""

@@ -185,6 +185,7 @@ def test_a_warm_start_trains_once_then_comes_from_the_cache(ray_session, require
 
 
 @pytest.mark.slow
+@pytest.mark.full  # make test-full; not in CI
 def test_the_command_survives_a_kill_mid_training_and_then_uses_its_cache(tmp_path, small_corpus, require_rocq):
     overrides = [f"warmstart.corpus={small_corpus}", "warmstart.epochs=20", "warmstart.learning_rate=1e-3",
                  "warmstart.global_batch_size=4", "warmstart.micro_batch_size=4", "warmstart.report_targets=2",
