@@ -25,7 +25,9 @@ TINY = TinyModelSettings(
 
 #: Test files whose end-to-end runs take minutes, heaviest first.  They are
 #: collected first, so that ``make test``'s xdist workers (a file each at a
-#: time) start on them and neither is left with one of them at the end.
+#: time, in collection order: ``--no-loadscope-reorder``; xdist's default
+#: order puts files with many tests first and these last) start on them and
+#: neither is left with one of them at the end.
 HEAVY_FILES = ("test_loop.py", "test_simulated_gpus.py", "test_lean_loop.py", "test_sft.py",
                "test_weight_transfer.py", "test_gpu_check.py", "test_rocq_legit.py", "test_engine_faults.py")
 
