@@ -1,7 +1,12 @@
 """Families of generated Solver lemmas (ids ``ws_<family>_<n>``): the proof
-styles the targets use, with other constants, variables and types.  Each
-family yields ``(prop, tactics, difficulty)`` rows; the values are computed
-here and Rocq confirms them."""
+styles the targets use, with other constants, variables and types.
+
+A family is a sequence of parts, each giving ``(prop, tactics, difficulty)``
+rows: templates filled from a range of numbers or a list of types
+(:func:`each`), fixed rows (:func:`fixed`), or rows drawn at random from the
+one seeded generator the families share, in the order of :data:`FAMILIES`.
+The values are computed here and Rocq confirms them.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +18,40 @@ from typing import Callable, Iterable, Iterator
 
 from .statements import Lemma
 
-
+#: one generated lemma: (proposition, tactics, difficulty)
 Row = tuple[str, str, int]
+#: a piece of a family: its rows, drawing from the shared generator if it needs to
+Part = Callable[[random.Random], Iterator[Row]]
+
+#: what a ``{...}`` field of a template stands for, given the value it is
+#: filled from: a number ``k`` or a type ``T``
+_FIELDS: dict[str, Callable[..., int | str]] = {
+    "k": lambda k: k, "k+1": lambda k: k + 1, "2*k": lambda k: 2 * k, "2*k+1": lambda k: 2 * k + 1,
+    "k*k": lambda k: k * k, "T": lambda kind: kind,
+}
+
+
+def _fill(template: str, value: int | str) -> str:
+    return re.sub(r"\{([^{}]*)\}", lambda m: str(_FIELDS[m.group(1)](value)), template)
+
+
+def each(values: Iterable[int | str], *templates: Row) -> Part:
+    """The templates filled from each value in turn (every template for the
+    first value, then for the next)."""
+    def part(rng: random.Random) -> Iterator[Row]:
+        for value in values:
+            for prop, tactics, difficulty in templates:
+                yield _fill(prop, value), _fill(tactics, value), difficulty
+    return part
+
+
+def fixed(*rows: Row) -> Part:
+    """Rows as they stand."""
+    return lambda rng: iter(rows)
+
+
+# ---------------------------------------------------------------------------
+# Parts drawn at random
 
 
 def _coq_list(values: Iterable[int]) -> str:
@@ -37,7 +74,7 @@ _ARITH_EVAL_FORMS: tuple[Callable[[int, int, int, random.Random], str], ...] = (
 )
 
 
-def fam_arith_eval(rng: random.Random) -> Iterator[Row]:
+def _arith_eval(rng: random.Random) -> Iterator[Row]:
     """Closed arithmetic, by computation."""
     for _ in range(40):
         a, b, c = rng.randint(2, 30), rng.randint(2, 30), rng.randint(0, 40)
@@ -45,7 +82,7 @@ def fam_arith_eval(rng: random.Random) -> Iterator[Row]:
         yield form(a, b, c, rng), "reflexivity.", 1
 
 
-def fam_arith_linear(rng: random.Random) -> Iterator[Row]:
+def _arith_linear(rng: random.Random) -> Iterator[Row]:
     """Linear equations in one or two unknowns, by ``lia``."""
     for _ in range(24):
         s, b, a = rng.randint(1, 12), rng.randint(1, 20), rng.randint(2, 6)
@@ -62,24 +99,15 @@ def fam_arith_linear(rng: random.Random) -> Iterator[Row]:
                "intros x y H1 H2. lia.", 1)
 
 
-def fam_arith_ring(rng: random.Random) -> Iterator[Row]:
-    """Polynomial identities, by ``ring``."""
-    for k in range(2, 9):
-        yield f"forall a b : nat, (a + {k}) * b = a * b + {k} * b", "intros a b. ring.", 1
-        yield f"forall a : nat, (a + {k}) * (a + {k}) = a * a + {2 * k} * a + {k * k}", "intros a. ring.", 1
-        yield f"forall a b : nat, {k} * (a + b) = {k} * a + {k} * b", "intros a b. ring.", 1
-        yield f"forall n : nat, {k} * n + n = {k + 1} * n", "intros n. ring.", 1
+def _ring_products(rng: random.Random) -> Iterator[Row]:
+    """Products of two shifted variables, expanded, by ``ring``."""
     for _ in range(8):
         k, m = rng.randint(1, 6), rng.randint(1, 6)
         yield (f"forall a b : nat, (a + {k}) * (b + {m}) = a * b + {m} * a + {k} * b + {k * m}",
                "intros a b. ring.", 1)
-    yield "forall a b c : nat, (a + b) * c = a * c + b * c", "intros a b c. ring.", 1
-    yield "forall a b : nat, (a + b) * (a + b) * (a + b) = a * a * a + 3 * a * a * b + 3 * a * b * b + b * b * b", \
-        "intros a b. ring.", 2
-    yield "forall a b c : nat, a * b * c = c * b * a", "intros a b c. ring.", 1
 
 
-def fam_arith_rearrange(rng: random.Random) -> Iterator[Row]:
+def _arith_rearrange(rng: random.Random) -> Iterator[Row]:
     """Sums rearranged, by ``lia``."""
     names = ["a", "b", "c", "d"]
     for _ in range(20):
@@ -91,58 +119,6 @@ def fam_arith_rearrange(rng: random.Random) -> Iterator[Row]:
         while right == left:
             rng.shuffle(right)
         yield f"forall {' '.join(used)} : nat, {' + '.join(left)} = {' + '.join(right)}", "lia.", 1
-
-
-def fam_rewrite(rng: random.Random) -> Iterator[Row]:
-    """Rewriting under an opaque function, with a library fact or a hypothesis."""
-    for result in ("nat", "bool", "list nat"):
-        for op, lemma in (("+", "Nat.add_comm"), ("*", "Nat.mul_comm")):
-            yield (f"forall (g : nat -> {result}) (a b : nat), g (b {op} a) = g (a {op} b)",
-                   f"intros g a b. rewrite {lemma}. reflexivity.", 2)
-        yield (f"forall (g : nat -> {result}) (a b : nat), g (Nat.min a b) = g (Nat.min b a)",
-               "intros g a b. rewrite Nat.min_comm. reflexivity.", 2)
-    yield ("forall (g : nat -> nat -> nat) (a b c : nat), g (a + b) c = g (b + a) c",
-           "intros g a b c. rewrite Nat.add_comm. reflexivity.", 2)
-    for k in range(2, 10):
-        yield (f"forall (f : nat -> nat) (x y : nat), x = y + {k} -> f x = f ({k} + y)",
-               "intros f x y H. rewrite H, Nat.add_comm. reflexivity.", 2)
-        yield (f"forall (f : nat -> nat) (x y : nat), x = y -> f (x + {k}) = f (y + {k})",
-               "intros f x y H. rewrite H. reflexivity.", 2)
-    for kind in ("nat", "bool", "list nat"):
-        yield (f"forall a b c d : {kind}, a = b -> b = c -> c = d -> a = d",
-               "intros a b c d H1 H2 H3. rewrite H1, H2. exact H3.", 1)
-        yield (f"forall a b : {kind}, a = b -> b = a", "intros a b H. rewrite H. reflexivity.", 1)
-    yield ("forall (l : list nat) (x : nat), (l ++ []) ++ [x] = l ++ [x]",
-           "intros l x. rewrite app_nil_r. reflexivity.", 2)
-    yield ("forall l m : list nat, rev (rev l ++ m) = rev m ++ l",
-           "intros l m. rewrite rev_app_distr, rev_involutive. reflexivity.", 2)
-
-
-#: list lemmas stated at a concrete element type: (proposition with {T},
-#: tactics); they teach the library lemma, not a target's exact statement
-_LIST_LEMMAS = [
-    ("forall l m : list {T}, length (l ++ m) = length l + length m", "intros l m. apply app_length."),
-    ("forall l : list {T}, length (rev l) = length l", "intros l. apply rev_length."),
-    ("forall l : list {T}, l ++ [] = l", "intros l. apply app_nil_r."),
-    ("forall l m n : list {T}, l ++ (m ++ n) = (l ++ m) ++ n", "intros l m n. apply app_assoc."),
-    ("forall (x : {T}) (n : nat), length (repeat x n) = n", "intros x n. apply repeat_length."),
-    ("forall (l : list {T}) (n : nat), firstn n l ++ skipn n l = l", "intros l n. apply firstn_skipn."),
-    ("forall (x : {T}) (l : list {T}), length (x :: l) = 1 + length l", "intros x l. reflexivity."),
-    ("forall (x : {T}) (l : list {T}), rev (l ++ [x]) = x :: rev l",
-     "intros x l. rewrite rev_app_distr. reflexivity."),
-    ("forall (x : {T}) (l m : list {T}), In x l -> In x (m ++ l)",
-     "intros x l m H. apply in_or_app. right. exact H."),
-    ("forall (x : {T}) (l : list {T}), In x (x :: l)", "intros x l. left. reflexivity."),
-    ("forall l : list {T}, [] ++ l = l", "intros l. reflexivity."),
-    ("forall l m : list {T}, length (l ++ m) = length (m ++ l)", "intros l m. rewrite !app_length. lia."),
-]
-
-
-def fam_list_types(rng: random.Random) -> Iterator[Row]:
-    """List library lemmas at concrete element types."""
-    for template, tactics in _LIST_LEMMAS:
-        for kind in ("nat", "bool", "(list nat)", "(option nat)"):
-            yield template.replace("{T}", kind), tactics, 2
 
 
 def _seq(rng: random.Random) -> str:
@@ -166,7 +142,7 @@ _LIST_EVAL_FORMS: tuple[Callable[[list[int], list[int], int, random.Random], str
 )
 
 
-def fam_list_eval(rng: random.Random) -> Iterator[Row]:
+def _list_eval(rng: random.Random) -> Iterator[Row]:
     """Computations on concrete lists."""
     for _ in range(70):
         xs = [rng.randint(0, 9) for _ in range(rng.randint(2, 6))]
@@ -174,23 +150,6 @@ def fam_list_eval(rng: random.Random) -> Iterator[Row]:
         form = _LIST_EVAL_FORMS[rng.randrange(len(_LIST_EVAL_FORMS))]
         k = rng.randint(1, len(xs) - 1)
         yield form(xs, ys, k, rng), "reflexivity.", 1
-
-
-def fam_list_induction(rng: random.Random) -> Iterator[Row]:
-    """Short inductions on lists of naturals."""
-    for k in range(1, 7):
-        yield (f"forall l : list nat, list_sum (map (fun x => x + {k}) l) = list_sum l + {k} * length l",
-               "induction l as [|x l IH].\n- reflexivity.\n- simpl. rewrite IH. lia.", 3)
-        # x * k, not k * x: simpl would unfold k * x inside the map and
-        # the induction hypothesis would no longer match
-        yield (f"forall l : list nat, list_sum (map (fun x => x * {k + 1}) l) = {k + 1} * list_sum l",
-               "induction l as [|x l IH].\n- reflexivity.\n- simpl. rewrite IH. lia.", 3)
-        yield (f"forall l : list nat, length (map (fun x => x * {k}) l) = length l",
-               "intros l. apply map_length.", 2)
-    yield ("forall l : list nat, length (map S l) = length l",
-           "induction l as [|x l IH].\n- reflexivity.\n- simpl. rewrite IH. reflexivity.", 3)
-    yield ("forall l : list nat, list_sum (l ++ l) = 2 * list_sum l",
-           "intros l. rewrite list_sum_app. lia.", 2)
 
 
 #: tautologies over X, Y, Z; ``{V}`` in the tactics stands for the bound
@@ -221,7 +180,7 @@ _TAUTOLOGIES = [
 ]
 
 
-def fam_logic_prop(rng: random.Random) -> Iterator[Row]:
+def _logic_prop(rng: random.Random) -> Iterator[Row]:
     """Propositional tautologies, each under two assignments of P, Q, R to
     its letters (the binders stay in alphabetical order)."""
     for template, tactics in _TAUTOLOGIES:
@@ -234,18 +193,8 @@ def fam_logic_prop(rng: random.Random) -> Iterator[Row]:
             yield f"forall {' '.join(binders)} : Prop, {prop}", tactics.replace("{V}", " ".join(binders)), 1
 
 
-def fam_logic_first_order(rng: random.Random) -> Iterator[Row]:
-    """Quantifier facts over several domains, and witnesses."""
-    for kind in ("nat", "bool", "(list nat)"):
-        yield (f"forall P Q : {kind} -> Prop, (forall x, P x /\\ Q x) -> forall x, P x", "firstorder.", 1)
-        yield (f"forall P Q : {kind} -> Prop, (exists x, P x /\\ Q x) -> exists x, Q x", "firstorder.", 1)
-        yield (f"forall P : {kind} -> Prop, ~ (exists x, P x) -> forall x, ~ P x", "firstorder.", 1)
-        yield (f"forall (P : {kind} -> Prop) (Q : Prop), (forall x, P x -> Q) -> (exists x, P x) -> Q",
-               "intros P Q H [x Hx]. apply (H x). exact Hx.", 2)
-        yield (f"forall P Q : {kind} -> Prop, (forall x, P x -> Q x) -> (forall x, P x) -> forall x, Q x",
-               "intros P Q H HP x. apply H. apply HP.", 1)
-    for k in range(2, 9):
-        yield f"forall P : nat -> Prop, (forall n, P n) -> P {k}", "intros P H. apply H.", 1
+def _witnesses(rng: random.Random) -> Iterator[Row]:
+    """Existential statements proved by a witness."""
     for _ in range(16):
         k = rng.randint(1, 15)
         form = rng.randrange(4)
@@ -260,7 +209,7 @@ def fam_logic_first_order(rng: random.Random) -> Iterator[Row]:
             yield f"forall n : nat, exists m, m = n + {k}", f"intros n. exists (n + {k}). reflexivity.", 1
 
 
-def fam_number_eval(rng: random.Random) -> Iterator[Row]:
+def _number_eval(rng: random.Random) -> Iterator[Row]:
     """Concrete gcd, modulo and divisibility facts."""
     for _ in range(36):
         form = rng.randrange(3)
@@ -274,29 +223,6 @@ def fam_number_eval(rng: random.Random) -> Iterator[Row]:
         else:
             d, q = rng.randint(2, 12), rng.randint(2, 12)
             yield f"Nat.divide {d} {d * q}", f"exists {q}. reflexivity.", 1
-
-
-def fam_number_forms(rng: random.Random) -> Iterator[Row]:
-    """Divisibility, parity and modulo facts with a variable."""
-    for k in range(2, 10):
-        yield f"forall n : nat, Nat.divide {k} ({k} * n)", "intros n. exists n. lia.", 1
-        yield f"forall n : nat, Nat.divide {k} (n * {k})", "intros n. exists n. reflexivity.", 1
-        yield (f"forall n : nat, (n mod {k}) mod {k} = n mod {k}",
-               "intros n. apply Nat.mod_mod. discriminate.", 2)
-        yield (f"forall n : nat, n < {k} -> n mod {k} = n", "intros n H. apply Nat.mod_small. exact H.", 2)
-        yield (f"forall a b : nat, (a + b * {k}) mod {k} = a mod {k}",
-               "intros a b. apply Nat.mod_add. discriminate.", 2)
-        yield (f"forall n : nat, n mod {k} < {k}", "intros n. apply Nat.mod_upper_bound. discriminate.", 2)
-    for k in range(1, 6):
-        yield f"forall n : nat, Nat.Even (2 * n + {2 * k})", f"intros n. exists (n + {k}). lia.", 2
-        yield f"forall n : nat, Nat.Odd (2 * n + {2 * k + 1})", f"intros n. exists (n + {k}). lia.", 2
-        yield f"forall n : nat, Nat.Even ({2 * k} * n)", f"intros n. exists ({k} * n). lia.", 2
-    yield ("forall a b : nat, Nat.Even a -> Nat.Even (a + 2 * b)",
-           "intros a b [k Hk]. exists (k + b). lia.", 2)
-    yield ("forall n m : nat, Nat.Odd n -> Nat.Even m -> Nat.Odd (n + m)",
-           "intros n m [a Ha] [b Hb]. exists (a + b). lia.", 2)
-    yield ("forall d a : nat, Nat.divide d a -> Nat.divide d (a * a)",
-           "intros d a [x Hx]. exists (x * a). rewrite Hx. ring.", 2)
 
 
 def _par(text: str) -> str:
@@ -322,14 +248,14 @@ def _bool_expressions() -> list[tuple[str, Callable[[bool, bool, bool], bool]]]:
     return exprs + binary + negated
 
 
-def fam_bool(rng: random.Random) -> Iterator[Row]:
-    """Boolean identities that hold on every row of their truth table, and
-    closed boolean computations."""
+def _bool_identities(rng: random.Random) -> Iterator[Row]:
+    """Boolean identities that hold on every row of their truth table."""
     exprs = _bool_expressions()
     table = list(itertools.product((False, True), repeat=3))
     by_truth: dict[tuple[bool, ...], list[str]] = {}
     for text, fn in exprs:
         by_truth.setdefault(tuple(fn(*row) for row in table), []).append(text)
+
     def variables(text: str) -> list[str]:
         return [v for v in "abc" if re.search(rf"\b{v}\b", text)]
 
@@ -340,24 +266,19 @@ def fam_bool(rng: random.Random) -> Iterator[Row]:
         names = variables(left + " " + right)
         yield (f"forall {' '.join(names)} : bool, {left} = {right}",
                f"intros {' '.join(names)}. destruct {', '.join(names)}; reflexivity.", 1)
+
+
+def _bool_comparisons(rng: random.Random) -> Iterator[Row]:
+    """Closed boolean comparisons of numbers, by computation."""
     for _ in range(20):
         a, b = rng.randint(0, 20), rng.randint(0, 20)
         op, fn = rng.choice([("=?", lambda x, y: x == y), ("<=?", lambda x, y: x <= y),
                              ("<?", lambda x, y: x < y)])
         yield f"({a} {op} {b}) = {str(fn(a, b)).lower()}", "reflexivity.", 1
-    for k in range(1, 6):
-        yield f"forall n : nat, (n <=? n + {k}) = true", "intros n. apply Nat.leb_le. lia.", 2
-        yield f"forall n : nat, (n + {k} <=? n) = false", "intros n. apply Nat.leb_gt. lia.", 2
-        yield f"forall n : nat, (n =? n + {k}) = false", "intros n. apply Nat.eqb_neq. lia.", 2
-    yield "forall n : nat, (n <=? n) = true", "intros n. apply Nat.leb_refl.", 2
-    yield "forall n : nat, (n <? n) = false", "intros n. apply Nat.ltb_irrefl.", 2
-    for form in ("x + y", "x * y", "Nat.max x y"):
-        yield (f"forall (b : bool) (x y : nat), (if b then x else y) <= {form} + x + y",
-               "intros b x y. destruct b; lia.", 2)
 
 
-def fam_option(rng: random.Random) -> Iterator[Row]:
-    """Options: computations, and facts about ``Some`` at several types."""
+def _option_eval(rng: random.Random) -> Iterator[Row]:
+    """Computations on options, by computation."""
     for _ in range(16):
         a, k = rng.randint(0, 20), rng.randint(1, 9)
         xs = [rng.randint(0, 9) for _ in range(rng.randint(1, 5))]
@@ -370,89 +291,208 @@ def fam_option(rng: random.Random) -> Iterator[Row]:
             yield f"nth_error {_coq_list(xs)} {i} = {answer}", "reflexivity.", 1
         else:
             yield f"hd_error {_coq_list(xs)} = Some {xs[0]}", "reflexivity.", 1
-    for kind in ("bool", "(list nat)", "(nat * nat)"):
-        yield f"forall x : {kind}, Some x <> None", "intros x. discriminate.", 1
-        yield (f"forall x y : {kind}, Some x = Some y -> x = y",
-               "intros x y H. injection H as E. exact E.", 1)
-    for k in range(1, 6):
-        yield (f"forall x : nat, option_map (fun y => y * {k + 1}) (Some x) = Some (x * {k + 1})",
-               "intros x. reflexivity.", 1)
-    yield ("forall (f : nat -> nat) (o : option nat), o = None -> option_map f o = None",
-           "intros f o H. rewrite H. reflexivity.", 2)
 
 
-def fam_inequality(rng: random.Random) -> Iterator[Row]:
-    """Order facts, by ``lia`` or ``nia``."""
-    for k in range(1, 8):
-        yield f"forall a b : nat, a <= b -> a + {k} <= b + {k}", "lia.", 1
-        yield f"forall n : nat, n < n + {k}", "lia.", 1
-        yield f"forall n : nat, n <= {k} * n", "lia.", 1
-        yield f"forall a b : nat, a + b <= {k} -> a <= {k}", "lia.", 1
-        yield f"forall a b : nat, a <= b -> {k + 1} * a <= {k + 1} * b", "intros a b H. lia.", 1
-    yield "forall a b c : nat, a < b -> b < c -> a < c", "lia.", 1
-    yield "forall a b c : nat, a <= b -> b < c -> a < c", "lia.", 1
-    yield "forall n : nat, 1 <= n -> n <= n * n", "intros n H. nia.", 2
-    yield "forall a b : nat, a * b <= (a + b) * (a + b)", "intros a b. nia.", 2
-    yield "forall a b c : nat, a <= b -> a * c <= b * c", "intros a b c H. nia.", 2
-
-
-def fam_minmax(rng: random.Random) -> Iterator[Row]:
-    """Minimum and maximum, by ``lia`` or computation."""
-    for k in range(1, 6):
-        yield f"forall a b : nat, Nat.max (a + {k}) (b + {k}) = {k} + Nat.max a b", "lia.", 1
-        yield f"forall a : nat, Nat.min a (a + {k}) = a", "lia.", 1
-        yield f"forall a : nat, Nat.max a (a + {k}) = a + {k}", "lia.", 1
-    yield "forall a b : nat, Nat.min a b <= Nat.max a b", "lia.", 1
-    yield "forall a : nat, Nat.max a 0 = a", "lia.", 1
-    yield "forall a : nat, Nat.min a 0 = 0", "lia.", 1
-    yield "forall a b : nat, Nat.min a b + Nat.max a b = a + b", "lia.", 1
-    yield "forall a b c : nat, Nat.min a (Nat.min b c) = Nat.min (Nat.min a b) c", "lia.", 1
+def _minmax_eval(rng: random.Random) -> Iterator[Row]:
+    """Closed minima and maxima, by computation."""
     for _ in range(10):
         a, b = rng.randint(0, 30), rng.randint(0, 30)
         fn = rng.choice(["max", "min"])
         yield f"Nat.{fn} {a} {b} = {max(a, b) if fn == 'max' else min(a, b)}", "reflexivity.", 1
 
 
-def fam_induction(rng: random.Random) -> Iterator[Row]:
-    """Short inductions on naturals."""
-    for k in range(2, 8):
-        yield (f"forall n : nat, list_sum (repeat {k} n) = {k} * n",
-               "induction n as [|n IH].\n- reflexivity.\n- simpl. rewrite IH. lia.", 3)
-        yield f"forall n : nat, length (seq {k} n) = n", "intros n. apply seq_length.", 2
-    yield ("forall f : nat -> nat, (forall n, f (S n) = f n) -> forall n, f n = f 0",
-           "intros f Hf n. induction n as [|n IH].\n- reflexivity.\n- rewrite Hf. exact IH.", 3)
-    yield ("forall f : nat -> nat, (forall n, f n <= f (S n)) -> forall n, f 0 <= f n",
-           "intros f Hf n. induction n as [|n IH].\n- lia.\n- specialize (Hf n). lia.", 3)
-    yield ("forall n : nat, 1 <= fact n", "intros n. pose proof (lt_O_fact n). lia.", 2)
-    yield ("forall n : nat, list_sum (seq 0 n) <= n * n",
-           "induction n as [|n IH].\n- simpl. lia.\n- rewrite seq_S, list_sum_app. simpl. lia.", 3)
+# ---------------------------------------------------------------------------
+# The families
 
+#: list lemmas stated at a concrete element type: (proposition with {T},
+#: tactics); they teach the library lemma, not a target's exact statement
+_LIST_LEMMAS = [
+    ("forall l m : list {T}, length (l ++ m) = length l + length m", "intros l m. apply app_length."),
+    ("forall l : list {T}, length (rev l) = length l", "intros l. apply rev_length."),
+    ("forall l : list {T}, l ++ [] = l", "intros l. apply app_nil_r."),
+    ("forall l m n : list {T}, l ++ (m ++ n) = (l ++ m) ++ n", "intros l m n. apply app_assoc."),
+    ("forall (x : {T}) (n : nat), length (repeat x n) = n", "intros x n. apply repeat_length."),
+    ("forall (l : list {T}) (n : nat), firstn n l ++ skipn n l = l", "intros l n. apply firstn_skipn."),
+    ("forall (x : {T}) (l : list {T}), length (x :: l) = 1 + length l", "intros x l. reflexivity."),
+    ("forall (x : {T}) (l : list {T}), rev (l ++ [x]) = x :: rev l",
+     "intros x l. rewrite rev_app_distr. reflexivity."),
+    ("forall (x : {T}) (l m : list {T}), In x l -> In x (m ++ l)",
+     "intros x l m H. apply in_or_app. right. exact H."),
+    ("forall (x : {T}) (l : list {T}), In x (x :: l)", "intros x l. left. reflexivity."),
+    ("forall l : list {T}, [] ++ l = l", "intros l. reflexivity."),
+    ("forall l m : list {T}, length (l ++ m) = length (m ++ l)", "intros l m. rewrite !app_length. lia."),
+]
 
-FAMILIES: tuple[tuple[str, str, Callable[[random.Random], Iterator[Row]]], ...] = (
-    ("arith_eval", "arith", fam_arith_eval),
-    ("arith_linear", "arith", fam_arith_linear),
-    ("arith_ring", "arith", fam_arith_ring),
-    ("arith_sum", "arith", fam_arith_rearrange),
-    ("rewrite", "rewrite", fam_rewrite),
-    ("list_types", "lists", fam_list_types),
-    ("list_eval", "lists", fam_list_eval),
-    ("list_induction", "lists", fam_list_induction),
-    ("logic_prop", "logic", fam_logic_prop),
-    ("logic_fo", "logic", fam_logic_first_order),
-    ("nt_eval", "number_theory", fam_number_eval),
-    ("nt_forms", "number_theory", fam_number_forms),
-    ("bool", "bool", fam_bool),
-    ("option", "option", fam_option),
-    ("ineq", "inequality", fam_inequality),
-    ("minmax", "minmax", fam_minmax),
-    ("induction", "induction", fam_induction),
+#: the element types the list lemmas are stated at
+_LIST_TYPES = ("nat", "bool", "(list nat)", "(option nat)")
+
+#: (family, topic, parts): the rows of a family are its parts' rows in order
+FAMILIES: tuple[tuple[str, str, tuple[Part, ...]], ...] = (
+    ("arith_eval", "arith", (_arith_eval,)),
+    ("arith_linear", "arith", (_arith_linear,)),
+    # polynomial identities, by ring
+    ("arith_ring", "arith", (
+        each(range(2, 9),
+             ("forall a b : nat, (a + {k}) * b = a * b + {k} * b", "intros a b. ring.", 1),
+             ("forall a : nat, (a + {k}) * (a + {k}) = a * a + {2*k} * a + {k*k}", "intros a. ring.", 1),
+             ("forall a b : nat, {k} * (a + b) = {k} * a + {k} * b", "intros a b. ring.", 1),
+             ("forall n : nat, {k} * n + n = {k+1} * n", "intros n. ring.", 1)),
+        _ring_products,
+        fixed(("forall a b c : nat, (a + b) * c = a * c + b * c", "intros a b c. ring.", 1),
+              ("forall a b : nat, (a + b) * (a + b) * (a + b) = a * a * a + 3 * a * a * b + 3 * a * b * b + b * b * b",
+               "intros a b. ring.", 2),
+              ("forall a b c : nat, a * b * c = c * b * a", "intros a b c. ring.", 1)))),
+    ("arith_sum", "arith", (_arith_rearrange,)),
+    # rewriting under an opaque function, with a library fact or a hypothesis
+    ("rewrite", "rewrite", (
+        each(("nat", "bool", "list nat"),
+             ("forall (g : nat -> {T}) (a b : nat), g (b + a) = g (a + b)",
+              "intros g a b. rewrite Nat.add_comm. reflexivity.", 2),
+             ("forall (g : nat -> {T}) (a b : nat), g (b * a) = g (a * b)",
+              "intros g a b. rewrite Nat.mul_comm. reflexivity.", 2),
+             ("forall (g : nat -> {T}) (a b : nat), g (Nat.min a b) = g (Nat.min b a)",
+              "intros g a b. rewrite Nat.min_comm. reflexivity.", 2)),
+        fixed(("forall (g : nat -> nat -> nat) (a b c : nat), g (a + b) c = g (b + a) c",
+               "intros g a b c. rewrite Nat.add_comm. reflexivity.", 2)),
+        each(range(2, 10),
+             ("forall (f : nat -> nat) (x y : nat), x = y + {k} -> f x = f ({k} + y)",
+              "intros f x y H. rewrite H, Nat.add_comm. reflexivity.", 2),
+             ("forall (f : nat -> nat) (x y : nat), x = y -> f (x + {k}) = f (y + {k})",
+              "intros f x y H. rewrite H. reflexivity.", 2)),
+        each(("nat", "bool", "list nat"),
+             ("forall a b c d : {T}, a = b -> b = c -> c = d -> a = d",
+              "intros a b c d H1 H2 H3. rewrite H1, H2. exact H3.", 1),
+             ("forall a b : {T}, a = b -> b = a", "intros a b H. rewrite H. reflexivity.", 1)),
+        fixed(("forall (l : list nat) (x : nat), (l ++ []) ++ [x] = l ++ [x]",
+               "intros l x. rewrite app_nil_r. reflexivity.", 2),
+              ("forall l m : list nat, rev (rev l ++ m) = rev m ++ l",
+               "intros l m. rewrite rev_app_distr, rev_involutive. reflexivity.", 2)))),
+    # list library lemmas at concrete element types: each lemma at every type in turn
+    ("list_types", "lists",
+     tuple(each(_LIST_TYPES, (template, tactics, 2)) for template, tactics in _LIST_LEMMAS)),
+    ("list_eval", "lists", (_list_eval,)),
+    # short inductions on lists of naturals (x * k, not k * x: simpl would
+    # unfold k * x inside the map and the induction hypothesis would no
+    # longer match)
+    ("list_induction", "lists", (
+        each(range(1, 7),
+             ("forall l : list nat, list_sum (map (fun x => x + {k}) l) = list_sum l + {k} * length l",
+              "induction l as [|x l IH].\n- reflexivity.\n- simpl. rewrite IH. lia.", 3),
+             ("forall l : list nat, list_sum (map (fun x => x * {k+1}) l) = {k+1} * list_sum l",
+              "induction l as [|x l IH].\n- reflexivity.\n- simpl. rewrite IH. lia.", 3),
+             ("forall l : list nat, length (map (fun x => x * {k}) l) = length l",
+              "intros l. apply map_length.", 2)),
+        fixed(("forall l : list nat, length (map S l) = length l",
+               "induction l as [|x l IH].\n- reflexivity.\n- simpl. rewrite IH. reflexivity.", 3),
+              ("forall l : list nat, list_sum (l ++ l) = 2 * list_sum l",
+               "intros l. rewrite list_sum_app. lia.", 2)))),
+    ("logic_prop", "logic", (_logic_prop,)),
+    # quantifier facts over several domains, and witnesses
+    ("logic_fo", "logic", (
+        each(("nat", "bool", "(list nat)"),
+             ("forall P Q : {T} -> Prop, (forall x, P x /\\ Q x) -> forall x, P x", "firstorder.", 1),
+             ("forall P Q : {T} -> Prop, (exists x, P x /\\ Q x) -> exists x, Q x", "firstorder.", 1),
+             ("forall P : {T} -> Prop, ~ (exists x, P x) -> forall x, ~ P x", "firstorder.", 1),
+             ("forall (P : {T} -> Prop) (Q : Prop), (forall x, P x -> Q) -> (exists x, P x) -> Q",
+              "intros P Q H [x Hx]. apply (H x). exact Hx.", 2),
+             ("forall P Q : {T} -> Prop, (forall x, P x -> Q x) -> (forall x, P x) -> forall x, Q x",
+              "intros P Q H HP x. apply H. apply HP.", 1)),
+        each(range(2, 9), ("forall P : nat -> Prop, (forall n, P n) -> P {k}", "intros P H. apply H.", 1)),
+        _witnesses)),
+    ("nt_eval", "number_theory", (_number_eval,)),
+    # divisibility, parity and modulo facts with a variable
+    ("nt_forms", "number_theory", (
+        each(range(2, 10),
+             ("forall n : nat, Nat.divide {k} ({k} * n)", "intros n. exists n. lia.", 1),
+             ("forall n : nat, Nat.divide {k} (n * {k})", "intros n. exists n. reflexivity.", 1),
+             ("forall n : nat, (n mod {k}) mod {k} = n mod {k}", "intros n. apply Nat.mod_mod. discriminate.", 2),
+             ("forall n : nat, n < {k} -> n mod {k} = n", "intros n H. apply Nat.mod_small. exact H.", 2),
+             ("forall a b : nat, (a + b * {k}) mod {k} = a mod {k}",
+              "intros a b. apply Nat.mod_add. discriminate.", 2),
+             ("forall n : nat, n mod {k} < {k}", "intros n. apply Nat.mod_upper_bound. discriminate.", 2)),
+        each(range(1, 6),
+             ("forall n : nat, Nat.Even (2 * n + {2*k})", "intros n. exists (n + {k}). lia.", 2),
+             ("forall n : nat, Nat.Odd (2 * n + {2*k+1})", "intros n. exists (n + {k}). lia.", 2),
+             ("forall n : nat, Nat.Even ({2*k} * n)", "intros n. exists ({k} * n). lia.", 2)),
+        fixed(("forall a b : nat, Nat.Even a -> Nat.Even (a + 2 * b)",
+               "intros a b [k Hk]. exists (k + b). lia.", 2),
+              ("forall n m : nat, Nat.Odd n -> Nat.Even m -> Nat.Odd (n + m)",
+               "intros n m [a Ha] [b Hb]. exists (a + b). lia.", 2),
+              ("forall d a : nat, Nat.divide d a -> Nat.divide d (a * a)",
+               "intros d a [x Hx]. exists (x * a). rewrite Hx. ring.", 2)))),
+    # boolean identities and computations, and facts about boolean tests
+    ("bool", "bool", (
+        _bool_identities,
+        _bool_comparisons,
+        each(range(1, 6),
+             ("forall n : nat, (n <=? n + {k}) = true", "intros n. apply Nat.leb_le. lia.", 2),
+             ("forall n : nat, (n + {k} <=? n) = false", "intros n. apply Nat.leb_gt. lia.", 2),
+             ("forall n : nat, (n =? n + {k}) = false", "intros n. apply Nat.eqb_neq. lia.", 2)),
+        fixed(("forall n : nat, (n <=? n) = true", "intros n. apply Nat.leb_refl.", 2),
+              ("forall n : nat, (n <? n) = false", "intros n. apply Nat.ltb_irrefl.", 2),
+              ("forall (b : bool) (x y : nat), (if b then x else y) <= x + y + x + y",
+               "intros b x y. destruct b; lia.", 2),
+              ("forall (b : bool) (x y : nat), (if b then x else y) <= x * y + x + y",
+               "intros b x y. destruct b; lia.", 2),
+              ("forall (b : bool) (x y : nat), (if b then x else y) <= Nat.max x y + x + y",
+               "intros b x y. destruct b; lia.", 2)))),
+    # options: computations, and facts about Some at several types
+    ("option", "option", (
+        _option_eval,
+        each(("bool", "(list nat)", "(nat * nat)"),
+             ("forall x : {T}, Some x <> None", "intros x. discriminate.", 1),
+             ("forall x y : {T}, Some x = Some y -> x = y", "intros x y H. injection H as E. exact E.", 1)),
+        each(range(1, 6),
+             ("forall x : nat, option_map (fun y => y * {k+1}) (Some x) = Some (x * {k+1})",
+              "intros x. reflexivity.", 1)),
+        fixed(("forall (f : nat -> nat) (o : option nat), o = None -> option_map f o = None",
+               "intros f o H. rewrite H. reflexivity.", 2)))),
+    # order facts, by lia or nia
+    ("ineq", "inequality", (
+        each(range(1, 8),
+             ("forall a b : nat, a <= b -> a + {k} <= b + {k}", "lia.", 1),
+             ("forall n : nat, n < n + {k}", "lia.", 1),
+             ("forall n : nat, n <= {k} * n", "lia.", 1),
+             ("forall a b : nat, a + b <= {k} -> a <= {k}", "lia.", 1),
+             ("forall a b : nat, a <= b -> {k+1} * a <= {k+1} * b", "intros a b H. lia.", 1)),
+        fixed(("forall a b c : nat, a < b -> b < c -> a < c", "lia.", 1),
+              ("forall a b c : nat, a <= b -> b < c -> a < c", "lia.", 1),
+              ("forall n : nat, 1 <= n -> n <= n * n", "intros n H. nia.", 2),
+              ("forall a b : nat, a * b <= (a + b) * (a + b)", "intros a b. nia.", 2),
+              ("forall a b c : nat, a <= b -> a * c <= b * c", "intros a b c H. nia.", 2)))),
+    # minimum and maximum, by lia or computation
+    ("minmax", "minmax", (
+        each(range(1, 6),
+             ("forall a b : nat, Nat.max (a + {k}) (b + {k}) = {k} + Nat.max a b", "lia.", 1),
+             ("forall a : nat, Nat.min a (a + {k}) = a", "lia.", 1),
+             ("forall a : nat, Nat.max a (a + {k}) = a + {k}", "lia.", 1)),
+        fixed(("forall a b : nat, Nat.min a b <= Nat.max a b", "lia.", 1),
+              ("forall a : nat, Nat.max a 0 = a", "lia.", 1),
+              ("forall a : nat, Nat.min a 0 = 0", "lia.", 1),
+              ("forall a b : nat, Nat.min a b + Nat.max a b = a + b", "lia.", 1),
+              ("forall a b c : nat, Nat.min a (Nat.min b c) = Nat.min (Nat.min a b) c", "lia.", 1)),
+        _minmax_eval)),
+    # short inductions on naturals
+    ("induction", "induction", (
+        each(range(2, 8),
+             ("forall n : nat, list_sum (repeat {k} n) = {k} * n",
+              "induction n as [|n IH].\n- reflexivity.\n- simpl. rewrite IH. lia.", 3),
+             ("forall n : nat, length (seq {k} n) = n", "intros n. apply seq_length.", 2)),
+        fixed(("forall f : nat -> nat, (forall n, f (S n) = f n) -> forall n, f n = f 0",
+               "intros f Hf n. induction n as [|n IH].\n- reflexivity.\n- rewrite Hf. exact IH.", 3),
+              ("forall f : nat -> nat, (forall n, f n <= f (S n)) -> forall n, f 0 <= f n",
+               "intros f Hf n. induction n as [|n IH].\n- lia.\n- specialize (Hf n). lia.", 3),
+              ("forall n : nat, 1 <= fact n", "intros n. pose proof (lt_O_fact n). lia.", 2),
+              ("forall n : nat, list_sum (seq 0 n) <= n * n",
+               "induction n as [|n IH].\n- simpl. lia.\n- rewrite seq_S, list_sum_app. simpl. lia.", 3)))),
 )
 
 
 def family_lemmas(rng: random.Random) -> list[Lemma]:
     """Every family's rows as lemmas ``ws_<family>_<n>``."""
     lemmas = []
-    for family, topic, make in FAMILIES:
-        for i, (prop, tactics, difficulty) in enumerate(make(rng)):
+    for family, topic, parts in FAMILIES:
+        rows = itertools.chain.from_iterable(part(rng) for part in parts)
+        for i, (prop, tactics, difficulty) in enumerate(rows):
             lemmas.append(Lemma(f"ws_{family}_{i}", prop, tactics, topic, difficulty, family))
     return lemmas
