@@ -41,6 +41,11 @@ from sgs.state.warmstart import (
     load_corpus,
     pairs_by_role,
 )
+from tools.warmstart.corpus import SEED, build_corpus
+from tools.warmstart.guards import leakage_problems
+from tools.warmstart.guide import complexity, guide_scores, redundancy, relevance
+from tools.warmstart.instances import instance_proof, instances, substitute
+from tools.warmstart.statements import Lemma, shape
 
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
 
@@ -92,12 +97,12 @@ def _blocks(text: str) -> list[str]:
 
 
 def test_shipped_file_is_what_the_generator_builds(shipped_text, targets):
-    built = gen.to_jsonl(gen.build_corpus(targets).examples)
+    built = gen.to_jsonl(build_corpus(targets).examples)
     assert built == shipped_text, "sgs/data/warmstart_rocq.jsonl is stale: run python tools/make_warmstart.py"
 
 
 def test_a_different_seed_gives_a_different_corpus(shipped_text, targets):
-    assert gen.to_jsonl(gen.build_corpus(targets, seed=gen.SEED + 1).examples) != shipped_text
+    assert gen.to_jsonl(build_corpus(targets, seed=SEED + 1).examples) != shipped_text
 
 
 def test_corpus_is_small(shipped_text):
@@ -163,7 +168,7 @@ def test_conjectures_shown_to_solver_and_guide_carry_the_loops_names(examples):
 
 
 def test_no_held_out_leakage(lines, targets):
-    assert gen.leakage_problems(lines, targets) == []
+    assert leakage_problems(lines, targets) == []
     # the same check, independently of the generator's code: ids,
     # statements up to renaming, and reference proofs that only held-out
     # targets use (short ones such as "lia." are everyone's)
@@ -188,7 +193,7 @@ def test_leakage_check_catches_a_held_out_statement(lines, targets):
     held = next(t for t in targets if t["held_out"])
     renamed = held["statement"].replace(held["id"], "innocent_name", 1)
     leaking = dict(lines[0], prompt=PromptSet("rocq").solver(targets_tool.HEADER, renamed))
-    problems = gen.leakage_problems([leaking], targets)
+    problems = leakage_problems([leaking], targets)
     assert problems and "held-out" in problems[0]
 
 
@@ -237,7 +242,7 @@ def test_guide_scores_follow_the_rules(examples):
     for example in examples:
         if example.role is Role.GUIDE:
             target, conjecture = (_statement(block) for block in _blocks(example.prompt))
-            assert example.meta["scores"] == gen.guide_scores(target, conjecture)
+            assert example.meta["scores"] == guide_scores(target, conjecture)
 
 
 def test_guide_scores_vary(examples):
@@ -277,7 +282,7 @@ def _t(prop: str, name: str = "t") -> str:
      "forall m : list nat, length ([1] ++ m) = length [1] + length m", 4),
 ])
 def test_relevance_rule(target, conjecture, expected):
-    assert gen.relevance(_t(target), _t(conjecture, "c")) == expected
+    assert relevance(_t(target), _t(conjecture, "c")) == expected
 
 
 @pytest.mark.parametrize("prop, expected", [
@@ -290,7 +295,7 @@ def test_relevance_rule(target, conjecture, expected):
     ("forall x y : nat, x + y = 10 -> x - y = 4 -> x = 7", 0),
 ])
 def test_redundancy_rule(prop, expected):
-    assert gen.redundancy(_t(prop)) == expected
+    assert redundancy(_t(prop)) == expected
 
 
 @pytest.mark.parametrize("prop, expected", [
@@ -304,7 +309,7 @@ def test_redundancy_rule(prop, expected):
     ("forall n : nat, n = 0 \\/ rev [1] = [1] \\/ 2 + 2 = 4 \\/ Nat.Even 0", 4),  # many unrelated
 ])
 def test_complexity_rule(prop, expected):
-    assert gen.complexity(_t(prop)) == expected
+    assert complexity(_t(prop)) == expected
 
 
 # ---------------------------------------------------------------------------
@@ -312,26 +317,26 @@ def test_complexity_rule(prop, expected):
 
 
 def test_instances_of_a_target():
-    target = gen.Lemma("arith_x", "forall a b : nat, Nat.max a b = Nat.max b a", "lia.", "minmax", 1, "reference")
-    made = gen.instances(target, random.Random(0))
+    target = Lemma("arith_x", "forall a b : nat, Nat.max a b = Nat.max b a", "lia.", "minmax", 1, "reference")
+    made = instances(target, random.Random(0))
     assert [m.name for m in made] == ["arith_x_base", "arith_x_case", "arith_x_closed"]
     assert made[0].prop == "forall b : nat, Nat.max 0 b = Nat.max b 0"
     assert made[0].tactics == "intros. lia."
-    assert not gen.shape(made[2].prop).variables
+    assert not shape(made[2].prop).variables
 
 
 def test_instance_proof_reuses_the_parents_intros():
-    proof = gen.instance_proof("intros f a b. rewrite Nat.mul_comm. reflexivity.",
-                               "forall (f : nat -> nat) (b : nat), f (0 * b) = f (b * 0)", {"a": "0"})
+    proof = instance_proof("intros f a b. rewrite Nat.mul_comm. reflexivity.",
+                           "forall (f : nat -> nat) (b : nat), f (0 * b) = f (b * 0)", {"a": "0"})
     assert proof == "intros f b.\nrewrite Nat.mul_comm. reflexivity."
     # induction on the instantiated variable cannot carry over
-    assert gen.instance_proof("intros n. induction n as [|n IH]. - reflexivity. - simpl. lia.",
-                              "0 <= 0 * 0 + 1", {"n": "0"}) == "simpl. lia."
+    assert instance_proof("intros n. induction n as [|n IH]. - reflexivity. - simpl. lia.",
+                          "0 <= 0 * 0 + 1", {"n": "0"}) == "simpl. lia."
 
 
 def test_substitute_refuses_to_capture():
-    assert gen.substitute("n + (forall n, n = n)", {"n": "0"}) is None
-    assert gen.substitute("S n + Nat.add n 1", {"n": "3"}) == "S 3 + Nat.add 3 1"
+    assert substitute("n + (forall n, n = n)", {"n": "0"}) is None
+    assert substitute("S n + Nat.add n 1", {"n": "3"}) == "S 3 + Nat.add 3 1"
 
 
 def test_records_from_corpus_cover_every_statement(lines):
