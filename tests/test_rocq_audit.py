@@ -146,7 +146,9 @@ def direct(backend: RocqBackend, header: str, statement: str, proof: str, config
 
 
 @pytest.mark.rocq
-def test_a_valid_proof_agrees(backend):
+def test_a_valid_proof_agrees(backend, tmp_path, monkeypatch):
+    # A temporary directory of its own: another xdist worker's audits make scratch directories too.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = scratch_dirs()
     task = ProofTask("ok", "Require Import Arith Lia.", "Theorem t1 : forall n : nat, n + 1 = 1 + n.",
                      "Proof.\n  intros n.\n  - lia.\nQed.")
