@@ -74,7 +74,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               quick_args=("--prompts", "4", "--max-tokens", "32", "--check", "1")),
     Benchmark("rollout", "one prove phase (32 problems × 8 proofs, Rocq): streamed vs generate-all-then-verify-all",
               "streamed ≤ 1.15 × the longer phase alone", (_headline("rollout_overlap"),),
-              quick_args=("--problems", "8", "--k", "4")),
+              args=("--make-warm-start",), quick_args=("--problems", "8", "--k", "4", "--make-warm-start")),
     Benchmark("learner", "Ray Train learner (DeepSpeed ZeRO-2) vs a plain single-process torch loop, end to end "
               "(second figure: training steps only)", "(overhead)",
               (_headline("learner"), ("learner_steps", "training steps only: deepspeed / plain = ")),

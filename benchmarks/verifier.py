@@ -6,7 +6,11 @@ process per proof, on the same 200 proofs with the same parallelism.
 Prints a table and, as its last line, ``verifier_speedup: <ratio>x`` (coqc wall
 time over pool wall time, both with ``--workers`` checks in flight).  Also
 reports the pool with 1 and 2 workers, the per-proof overhead the pool adds
-over calling a backend directly, and peak memory per worker.  Timings on a
+over calling a backend directly, and peak memory per worker.  The compared
+pool runs audit nothing (``audit_fraction=0``), as ``coqc`` does: an audit
+is a second opinion on top of the check, three more Rocq processes on one
+proof in a hundred by default, and a batch waits for its slowest audited
+proof.  Its cost is a row of its own (the runs' default share).  Timings on a
 shared 2-core machine are noisy: compare the ratios, not the absolute times.
 """
 
@@ -30,6 +34,10 @@ from lean_env.backends import BackendSpec
 from lean_env.pool import VerifierPool
 from lean_env.rocq import RocqBackend, RocqConfig
 from lean_env.verdict import ProofTask, Status
+from sgs.config.schema import ProverConfig
+
+#: the share of valid proofs a run audits (``prover.audit_fraction``'s default)
+RUN_AUDIT_FRACTION = ProverConfig.audit_fraction
 
 TARGETS = Path(__file__).resolve().parents[1] / "sgs" / "data" / "rocq_targets.jsonl"
 
@@ -62,9 +70,10 @@ def run_coqc(tasks: list[ProofTask], workers: int) -> tuple[float, list[bool]]:
         return time.perf_counter() - start, results
 
 
-def run_pool(tasks: list[ProofTask], workers: int) -> tuple[float, list[bool], dict, int]:
+def run_pool(tasks: list[ProofTask], workers: int, audit_fraction: float = 0.0
+             ) -> tuple[float, list[bool], dict, int]:
     pool = VerifierPool(BackendSpec("rocq"), num_workers=workers, timeout=60, cache=None,
-                        cpus_per_worker=2 / workers, hedge=False)
+                        cpus_per_worker=2 / workers, hedge=False, audit_fraction=audit_fraction)
     peak = _PeakRss(pool)
     try:
         # Steady state, as in a run, where workers live for days: every worker
@@ -153,6 +162,7 @@ def main() -> None:
         coqc_s, coqc_ok = run_coqc(tasks, args.workers)
         pool_s, pool_ok, stats, peak = run_pool(tasks, args.workers)
         pool1_s, _, _, peak1 = run_pool(tasks, 1)
+        audited_s, _, audited_stats, _ = run_pool(tasks, args.workers, audit_fraction=RUN_AUDIT_FRACTION)
         direct_s = run_direct(tasks)
     finally:
         ray.shutdown()
@@ -163,6 +173,7 @@ def main() -> None:
         ("coqc, one process per proof", args.workers, coqc_s),
         ("pool of persistent coqtop sessions", args.workers, pool_s),
         ("pool of persistent coqtop sessions", 1, pool1_s),
+        (f"pool, {RUN_AUDIT_FRACTION:.0%} of valid proofs audited", args.workers, audited_s),
         ("one coqtop session, direct calls", 1, direct_s),
     ]
     print(f"{'method':<38} {'workers':>7} {'seconds':>9} {'proofs/s':>9} {'ms/proof':>9}")
@@ -173,7 +184,8 @@ def main() -> None:
     print(f"peak memory per worker (actor + coqtop): {peak / 2**20:.0f} MiB with {args.workers} workers, "
           f"{peak1 / 2**20:.0f} MiB with 1")
     print(f"axiom census of the header: {census}")
-    print(f"pool stats: dispatched {stats['dispatched']}, restarts {stats['workers_restarted']}")
+    print(f"pool stats: dispatched {stats['dispatched']}, restarts {stats['workers_restarted']}; "
+          f"with the audit: {audited_stats['audited']} audited")
     print(f"verifier_speedup: {coqc_s / pool_s:.1f}x")
 
 

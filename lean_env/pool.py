@@ -160,7 +160,9 @@ class VerifierPool:
                 loop forever).
             hang_grace: a worker that has not answered ``timeout + hang_grace``
                 seconds after starting a check is considered hung, killed and
-                replaced.
+                replaced.  A worker's first check gets ``start_timeout`` more,
+                since its prover starts then (a Lean worker loading Mathlib
+                takes far longer than a check).
             pipeline_depth: checks queued on each worker at once; a second one
                 waiting in the actor hides the round trip to the driver.
             name: prefix of the actors' names (visible in the Ray dashboard).
@@ -171,7 +173,8 @@ class VerifierPool:
                 for, e.g. ``{"verifier_node": 0.001}`` to keep the workers on
                 nodes started with ``ray start --resources='{"verifier_node": 1}'``.
             start_timeout: seconds to wait for the cluster to have room for
-                every worker.
+                every worker, and a new worker's allowance for starting its
+                prover (see ``hang_grace``).
             audit_fraction: share of the ``valid`` proof checks that get a
                 second opinion (module docstring: how they are drawn).
             audit_log: JSONL file each disagreement is appended to (the task,
@@ -222,6 +225,7 @@ class VerifierPool:
                 f"could not reserve {num_workers} x {bundle} for the verifier workers within {start_timeout} s; "
                 f"the cluster has {ray.cluster_resources()} in total, {ray.available_resources()} free"
             )
+        self.start_timeout = float(start_timeout)
         self._restart_counter = itertools.count(1)
         self.stats = PoolStats()
 
@@ -230,6 +234,9 @@ class VerifierPool:
         self._worker_headers: list[set[str]] = []
         #: per worker, its checks in the order the actor will run them
         self._inflight: list[collections.deque[ray.ObjectRef]] = []
+        #: per worker, whether it has answered a check yet (until then its
+        #: prover may still be starting)
+        self._answered: list[bool] = []
         #: ref -> (worker, job key, when the check started running: None while
         #: it still waits behind another check on its worker)
         self._running: dict[ray.ObjectRef, tuple[int, str, Optional[float]]] = {}
@@ -261,11 +268,13 @@ class VerifierPool:
             self._worker_names.append(worker_name)
             self._worker_headers.append(set())
             self._inflight.append(collections.deque())
+            self._answered.append(False)
         else:
             self._workers[index] = actor
             self._worker_names[index] = worker_name
             self._worker_headers[index] = set()
             self._inflight[index] = collections.deque()
+            self._answered[index] = False
 
     def _replace_worker(self, index: int, why: str) -> None:
         """Kill worker ``index``, requeue every check it held, start a new one."""
@@ -438,6 +447,7 @@ class VerifierPool:
         if ref not in self._running:
             return  # its worker was already replaced and the check requeued
         worker, key, _ = self._running.pop(ref)
+        self._answered[worker] = True
         queue = self._inflight[worker]
         queue.remove(ref)
         if queue:  # the next check on this worker starts running now
@@ -469,6 +479,8 @@ class VerifierPool:
         for ref, (worker, key, started) in list(self._running.items()):
             job = self._jobs.get(key)
             limit = (job.timeout if job is not None else self.timeout) + self.hang_grace
+            if not self._answered[worker]:
+                limit += self.start_timeout
             if started is not None and now - started > limit and ref in self._running:
                 self._replace_worker(worker, f"did not answer within {limit:.0f} s")
 

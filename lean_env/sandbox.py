@@ -239,10 +239,7 @@ class SandboxedProcess:
     def kill(self) -> None:
         """Kill the whole process group and delete the scratch directory."""
         if self.proc.poll() is None:
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            kill_process_group(self.pid)
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -358,14 +355,41 @@ def _run_one(argv: list[str], prefix: tuple[str, ...], cwd: str, env: Optional[d
             returncode = None
         finally:
             # the command's own leftovers (a daemon it forked) die with it
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            kill_process_group(proc.pid)
             proc.wait()
         seconds = time.monotonic() - started
         return CommandResult(argv=tuple(argv), returncode=returncode, stdout=_read_capped(out, limits),
                              stderr=_read_capped(err, limits), seconds=seconds)
+
+
+def kill_process_group(pgid: int, settle: float = 5.0) -> None:
+    """SIGKILL every process in group ``pgid`` and wait, up to ``settle``
+    seconds, until none is left running (zombies waiting to be reaped count as
+    gone), so that a caller that returns has really stopped what it started:
+    a killed process only dies when the kernel next schedules it, which on a
+    loaded machine can take a while."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return
+    deadline = time.monotonic() + settle
+    while _group_running(pgid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group ``pgid``, other than a zombie, still exists."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False  # the common case: nothing left, and no scan of /proc needed
+    for p in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                return True
+        except (OSError, psutil.Error):
+            continue
+    return False
 
 
 def _read_capped(f, limits: Limits) -> str:

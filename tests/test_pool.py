@@ -133,8 +133,10 @@ def test_rejects_bad_arguments(ray_session):
 
 
 def test_a_hung_worker_is_replaced_and_its_checks_redone(ray_session, require_rocq):
-    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=2, cpus_per_worker=0.5, hang_grace=2,
-                        audit_fraction=0.0)
+    # timeout leaves a loaded machine room for a lia check; the watchdog fires 2 s after it, plus
+    # start_timeout on a worker's first check (these are frozen before answering any)
+    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=6, cpus_per_worker=0.5, hang_grace=2,
+                        start_timeout=5, audit_fraction=0.0)
     try:
         frozen = [ray.get(pool.worker(w).process_ids.remote())["actor"] for w in range(2)]
         for pid in frozen:
@@ -143,6 +145,27 @@ def test_a_hung_worker_is_replaced_and_its_checks_redone(ray_session, require_ro
         verdicts = pool.verify(tasks)
         assert all(v.status is Status.VALID for v in verdicts)
         assert pool.stats.workers_restarted >= 2 and pool.stats.requeued >= 2
+    finally:
+        pool.shutdown()
+
+
+def test_a_replacement_slow_to_start_is_not_taken_for_hung(ray_session, require_rocq, tmp_path):
+    """A new worker's first check, which starts its prover, gets
+    ``start_timeout`` beyond ``timeout + hang_grace``: a replacement whose
+    start-up outlasts those (a Lean worker loading Mathlib) must not be killed
+    again and again until its checks give up as ``system_error``."""
+    slow_marker = tmp_path / "slow"
+    coqtop = tmp_path / "coqtop"
+    coqtop.write_text(f"#!/bin/sh\n[ -e {slow_marker} ] && sleep 6\nexec {require_rocq} \"$@\"\n")
+    coqtop.chmod(0o755)
+    pool = VerifierPool(BackendSpec("rocq", {"coqtop": str(coqtop)}), num_workers=1, timeout=4, hang_grace=1,
+                        cpus_per_worker=0.5, hedge=False, audit_fraction=0.0)
+    try:
+        slow_marker.touch()  # every prover started from now on takes 6 s, past the 5 s limit
+        os.kill(ray.get(pool.worker(0).process_ids.remote())["actor"], signal.SIGKILL)
+        verdicts = pool.verify([lia_task(750 + i) for i in range(3)])
+        assert [v.status for v in verdicts] == [Status.VALID] * 3
+        assert pool.stats.workers_restarted == 1
     finally:
         pool.shutdown()
 

@@ -159,7 +159,6 @@ def test_batch_kills_a_daemon_left_behind_by_a_command_that_exited():
     [result] = run_batch([py_command(code)], files={}, deadline=time.monotonic() + 30)
     assert result.ok
     leftover = int(result.stdout.split()[0])
-    time.sleep(0.2)
     assert not psutil.pid_exists(leftover) or psutil.Process(leftover).status() == psutil.STATUS_ZOMBIE
 
 
