@@ -130,6 +130,57 @@ def test_schema_problems_name_each_defect(shipped):
         assert expected in problem
 
 
+def test_topic_tables_load_in_file_order_with_their_families(tmp_path):
+    tables = tmp_path / "tables.toml"
+    tables.write_text(
+        "[first]\nprefix = 'one'\nrows = [\n"
+        "  ['and_comm', 1, 'forall A B : Prop, A /\\ B -> B /\\ A', 'tauto.'],\n"
+        "  ['no_proof', 2, 'True'],\n"
+        "]\n"
+        "[second]\nprefix = 'two'\nrows = [\n"
+        "  ['multi', 3, 'True', '''\n    idtac.\n    - exact I.\n    '''],\n"
+        "]\n", encoding="utf-8")
+    topics = gen.load_topics(tables, families={"second": lambda: [("fact", 1, "1 = 1", "reflexivity.")]})
+    assert [(t.name, t.prefix) for t in topics] == [("first", "one"), ("second", "two")]
+    assert topics[0].rows == (("and_comm", 1, "forall A B : Prop, A /\\ B -> B /\\ A", "tauto."),
+                              ("no_proof", 2, "True", None))
+    assert topics[1].rows == (("multi", 3, "True", "    idtac.\n    - exact I.\n    "),
+                              ("fact", 1, "1 = 1", "reflexivity."))
+    assert gen.render_proof(topics[1].rows[0][3]) == "Proof.\n  idtac.\n  - exact I.\nQed."
+
+
+@pytest.mark.parametrize("row, complaint", [
+    ("['short', 1]", "row 2 (short): expected [name, difficulty, proposition, tactics]"),
+    ("['long', 1, 'True', 'exact I.', 'extra']", "row 2 (long): expected [name, difficulty, proposition, tactics]"),
+    ("['typed', '1', 'True', 'exact I.']", "row 2 (typed): the difficulty must be an integer, got '1'"),
+    ("['flag', true, 'True', 'exact I.']", "row 2 (flag): the difficulty must be an integer, got True"),
+    ("['tactic', 1, 'True', 7]", "row 2 (tactic): the tactics must be a string, got 7"),
+    ("[3, 1, 'True', 'exact I.']", "row 2: the name must be a string, got 3"),
+    ("'a string'", "row 2: expected [name, difficulty, proposition, tactics], got 'a string'"),
+])
+def test_a_malformed_row_is_named(tmp_path, row, complaint):
+    tables = tmp_path / "tables.toml"
+    tables.write_text("[topic]\nprefix = 't'\nrows = [\n  ['fine', 1, 'True', 'exact I.'],\n"
+                      f"  {row},\n]\n", encoding="utf-8")
+    with pytest.raises(gen.TableError) as caught:
+        gen.load_topics(tables, families={})
+    assert str(caught.value).startswith(f"{tables}: [topic] {complaint}")
+
+
+def test_a_malformed_table_or_file_is_named(tmp_path):
+    tables = tmp_path / "tables.toml"
+    tables.write_text("[topic]\nrows = []\n", encoding="utf-8")
+    with pytest.raises(gen.TableError, match=r"\[topic\]: expected a table with 'prefix' and 'rows'"):
+        gen.load_topics(tables, families={})
+    empty = tmp_path / "empty.toml"
+    empty.write_text("", encoding="utf-8")
+    with pytest.raises(gen.TableError, match=r"no table for the topics of the families \['missing'\]"):
+        gen.load_topics(empty, families={"missing": list})
+    tables.write_text("[topic\n", encoding="utf-8")
+    with pytest.raises(gen.TableError, match="not valid TOML"):
+        gen.load_topics(tables, families={})
+
+
 def test_render_proof_indents_the_tactics():
     assert gen.render_proof("\n    intros n.\n    - lia.\n") == "Proof.\n  intros n.\n  - lia.\nQed."
     assert gen.render_proof(None) is None
