@@ -187,6 +187,8 @@ KNOWN_LONG: set[str] = set()
 
 
 def test_no_module_is_longer_than_a_sitting():
-    long = {path.relative_to(REPO).as_posix() for path in module_files().values()
+    # the commands and benchmarks too: their data lives in data files (tools/rocq_targets.toml)
+    scripts = [path for folder in ("tools", "benchmarks") for path in (REPO / folder).rglob("*.py")]
+    long = {path.relative_to(REPO).as_posix() for path in [*module_files().values(), *scripts]
             if len(path.read_text(encoding="utf-8").splitlines()) > MAX_MODULE_LINES}
     assert long == KNOWN_LONG
