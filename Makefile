@@ -21,7 +21,9 @@ verify-sample: setup
 # the suite on TEST_WORKERS pytest-xdist workers, a test file per worker at a
 # time; every test but the few marked `full` (what CI runs, under 30 minutes)
 TEST_WORKERS ?= 2
-PYTEST := RAY_AUTH_MODE=disabled $(PY) -m pytest tests -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+# --durations: the slowest tests in every log, to keep CI's time in view
+PYTEST := RAY_AUTH_MODE=disabled $(PY) -m pytest tests -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+    --durations=25
 test: setup
 	$(PYTEST) -m "not full" $(PYTEST_ARGS)
 

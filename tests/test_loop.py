@@ -425,6 +425,7 @@ def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: in
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # two runs and, when it is the first to need it, the warm start: 400 s alone here
 def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, warm_run):
     run_dir = tmp_path / "run"
     # A benchmark stating two of the warm Conjecturer's claims: its conjectures
@@ -445,7 +446,7 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
     first = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
     try:
-        deadline = time.monotonic() + 400
+        deadline = time.monotonic() + 900
         while not (partial.exists() and partial.stat().st_size) and first.poll() is None:
             assert time.monotonic() < deadline, "the run never reached iteration 1's prove phase"
             time.sleep(0.02)
@@ -459,7 +460,7 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
     cache = run_dir / "iter_0001" / "prove.samples.jsonl"
     cached = cache.read_bytes().count(b"\n") if killed_mid_phase and cache.exists() else 0
 
-    second = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=500)
+    second = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=800)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "resuming" in second.stdout
     if killed_mid_phase:
