@@ -54,11 +54,13 @@ gpu-check:
 	RAY_AUTH_MODE=disabled $(GPU_PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
 # the laptop ablation (not in CI; about 90 minutes here): three methods x three
-# seeds on the default laptop setting, then the comparison (runs/ablation/comparison/)
+# seeds on the default laptop setting, then the comparison (runs/ablation/comparison/);
+# ABLATION_SEEDS=0 for a one-seed slice (about 20 minutes)
 ABLATION_DIR ?= runs/ablation
+ABLATION_SEEDS ?= 0,1,2
 ablation: setup
 	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs -m \
-	    +experiment=standard,reinforce_half_solver_only,no_guide seed=0,1,2 \
+	    +experiment=standard,reinforce_half_solver_only,no_guide seed=$(ABLATION_SEEDS) \
 	    model=tiny prover=rocq resources=local_cpu scale=laptop logging.progress_bars=false \
 	    run_dir=$(ABLATION_DIR)
 	$(PY) -m tools.compare $(ABLATION_DIR)
