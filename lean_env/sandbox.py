@@ -371,25 +371,25 @@ def kill_process_group(pgid: int, settle: float = 5.0) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        return
+        return  # the common case after a command exited: nothing of it left
+    # one scan of /proc for the group's members; killed, they cannot fork more
+    members = []
+    for p in psutil.process_iter():
+        try:
+            if os.getpgid(p.pid) == pgid:
+                members.append(p)
+        except OSError:
+            continue
     deadline = time.monotonic() + settle
-    while _group_running(pgid) and time.monotonic() < deadline:
+    while any(_running(p) for p in members) and time.monotonic() < deadline:
         time.sleep(0.01)
 
 
-def _group_running(pgid: int) -> bool:
-    """Whether a process of group ``pgid``, other than a zombie, still exists."""
+def _running(p: psutil.Process) -> bool:
     try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False  # the common case: nothing left, and no scan of /proc needed
-    for p in psutil.process_iter(["status"]):
-        try:
-            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
-                return True
-        except (OSError, psutil.Error):
-            continue
-    return False
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _read_capped(f, limits: Limits) -> str:
