@@ -14,6 +14,7 @@ import importlib.util
 import json
 import random
 import shutil
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -215,3 +216,20 @@ def test_rocq_check_names_each_bad_target(coqc):
     by_id = {f.target_id: f.detail for f in failures}
     assert "classic" in by_id["uses_axiom"]
     assert "Error" in by_id["false_claim"]
+
+
+@pytest.mark.rocq
+def test_the_command_writes_the_shipped_file_and_verifies_it(tmp_path, coqc, shipped_text):
+    """``python tools/make_rocq_targets.py`` as the module docstring shows it:
+    built from tools/rocq_targets.toml and checked by Rocq, its output equals the
+    shipped file byte for byte, and ``--verify`` passes on it."""
+    script = str(TOOL)
+    output = tmp_path / "targets.jsonl"
+    built = subprocess.run([sys.executable, script, "--output", str(output), "--coqc", coqc],
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert output.read_text(encoding="utf-8") == shipped_text
+    verified = subprocess.run([sys.executable, script, "--verify", "--output", str(output), "--coqc", coqc],
+                              capture_output=True, text=True, timeout=600)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "258 targets, 50 held out" in verified.stdout
