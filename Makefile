@@ -48,7 +48,7 @@ bench-quick: setup
 
 # the GPU suite (benchmarks/README.md) on a machine with one NVIDIA GPU, with
 # the machine's own python3 where there is no .venv; on a machine without a
-# package index, first: source .gpu_bundle/activate.sh (tools/gpu_bundle.sh)
+# package index, first carry the pieces of tools/gpu_bundle.sh (.gpu_bundle/callN, see there)
 GPU_PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 gpu-check:
 	RAY_AUTH_MODE=disabled $(GPU_PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
