@@ -11,7 +11,7 @@
 #                   cut to what the verifier runs: coqtop, coqc, coqchk, the
 #                   standard library's .vo files and the plugins (.cmxs).
 #   python.tar.xz   the Python packages SGS needs that the machine's image lacks
-#                   (DEVICE_HAS below: its image as of 2026-11-17): ray[train],
+#                   (DEVICE_HAS below: its image as of 2026-11-17): ray[default,train],
 #                   DeepSpeed, Hydra, wandb and their requirements, as wheels for
 #                   CPython 3.12 (tools/gpu_bundle.py wheels), at this .venv's
 #                   versions where it has them; Ray's jar, source maps and symbol
@@ -103,9 +103,11 @@ install_wheels() {
 }
 version_of() { "$PY" -c "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))" "$1"; }
 
-echo "[bundle] Python 3.12 packages: ray[train], deepspeed, hydra-core, wandb and what they need beyond the image"
+# Ray's default extra is its dashboard and State API: without them (2026-11-26, H100) Ray started no
+# dashboard and Ray Train's PlacementGroupCleaner logged "Failed to query ... actor state" every second.
+echo "[bundle] Python 3.12 packages: ray[default,train], deepspeed, hydra-core, wandb and what they need beyond the image"
 "$PY" tools/gpu_bundle.py wheels --out "$STAGE/wheels" --have "$DEVICE_HAS" \
-    "ray[train]==$(version_of ray)" "deepspeed==$(version_of deepspeed)" "hydra-core==$(version_of hydra-core)" \
+    "ray[default,train]==$(version_of ray)" "deepspeed==$(version_of deepspeed)" "hydra-core==$(version_of hydra-core)" \
     "omegaconf==$(version_of omegaconf)" "wandb==$(version_of wandb)"
 install_wheels "$STAGE/wheels" "$STAGE/site"
 tar -C "$STAGE/site" -cJf "$STAGE/archives/python.tar.xz" .
