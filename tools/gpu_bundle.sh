@@ -104,7 +104,7 @@ install_wheels() {
 version_of() { "$PY" -c "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))" "$1"; }
 
 # Ray's default extra is its dashboard and State API: without them (2026-11-26, H100) Ray started no
-# dashboard and Ray Train's PlacementGroupCleaner logged "Failed to query ... actor state" every second.
+# dashboard and Ray Train's PlacementGroupCleaner logged "Failed to query ... actor state" over and over.
 echo "[bundle] Python 3.12 packages: ray[default,train], deepspeed, hydra-core, wandb and what they need beyond the image"
 "$PY" tools/gpu_bundle.py wheels --out "$STAGE/wheels" --have "$DEVICE_HAS" \
     "ray[default,train]==$(version_of ray)" "deepspeed==$(version_of deepspeed)" "hydra-core==$(version_of hydra-core)" \
