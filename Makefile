@@ -53,9 +53,9 @@ GPU_PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 gpu-check:
 	RAY_AUTH_MODE=disabled $(GPU_PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
-# the laptop ablation (not in CI; about 90 minutes here): three methods x three
+# the laptop ablation (not in CI; 106 minutes here on 2026-11-26): three methods x three
 # seeds on the default laptop setting, then the comparison (runs/ablation/comparison/);
-# ABLATION_SEEDS=0 for a one-seed slice (about 20 minutes)
+# ABLATION_SEEDS=0 for a one-seed slice (28 minutes; python -m tools.compare joins slices)
 ABLATION_DIR ?= runs/ablation
 ABLATION_SEEDS ?= 0,1,2
 ablation: setup
