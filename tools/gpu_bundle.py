@@ -89,8 +89,8 @@ def fetch_wheel(spec: str, directory: Path) -> Path:
     new = sorted(set(directory.glob("*.whl")) - before)
     if new:
         return new[0]
-    name = canonical(Requirement(spec).name).replace("-", "_")
-    existing = [path for path in directory.glob("*.whl") if canonical(path.name.split("-")[0]) == canonical(name)]
+    name = canonical(Requirement(spec).name)
+    existing = [path for path in directory.glob("*.whl") if canonical(path.name.split("-")[0]) == name]
     if not existing:
         raise RuntimeError(f"pip reported success for {spec} but left no wheel in {directory}")
     return existing[0]

@@ -91,9 +91,8 @@ tokenspeed-mla pynvvideocodec torchcodec nvidia-cudnn-frontend fastsafetensors n
 # install wheels for the target Python into $2, stripped of what processes never read
 install_wheels() {
   "$PY" -m pip install -q --no-deps --no-compile --target "$2" --python-version 3.12 --implementation cp \
-      --only-binary=:all: $(printf -- '--platform %s ' manylinux_2_35_x86_64 manylinux_2_34_x86_64 \
-      manylinux_2_31_x86_64 manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 \
-      manylinux_2_17_x86_64 manylinux2014_x86_64) "$1"/*.whl
+      --only-binary=:all: $("$PY" -c 'import sys; sys.path.insert(0, "tools"); import gpu_bundle
+print(" ".join("--platform " + name for name in gpu_bundle.PLATFORMS))') "$1"/*.whl
   rm -rf "$2/bin" "$2/ray/jars"
   find "$2" \( -name '*.js.map' -o -name __pycache__ \) -prune -exec rm -rf {} +
   if command -v strip >/dev/null && [[ -d "$2/ray" ]]; then   # Ray's binaries: a third of their size is symbols
