@@ -64,8 +64,8 @@ from sgs.machinery.models import ModelPaths, default_cache_dir
 from sgs.machinery.models.tiny import BUILD_INFO_FILE
 from sgs.state.records import Target
 from sgs.machinery.prompts import Prompter, chat_prompt
-from sgs.machinery.runtime import (Checkpoint, model_paths, pinned_gpus, sampling_settings, start_engines, start_ray,
-                                   start_verifier_pool, train_settings)
+from sgs.machinery.runtime import (Checkpoint, conjecturer_settings, model_paths, pinned_gpus, sampling_settings,
+                                   start_engines, start_ray, start_verifier_pool, train_settings)
 from sgs.state.targets import batch_targets, load_targets
 from sgs.state.warmstart import WarmstartExample, corpus_fingerprint, load_corpus
 
@@ -267,7 +267,7 @@ def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequ
             solver = solver_pass_at_k(engine, pool, prompter, targets,
                                       sampling_settings(sampling.solver, n=k, seed=cfg.seed), language)
             conjectures = conjecturer_outputs(engine, pool, prompter, targets,
-                                              sampling_settings(sampling.conjecturer, n=1, seed=cfg.seed), language)
+                                              conjecturer_settings(cfg, seed=cfg.seed), language)
             guide = guide_parse_rate(engine, prompter, conjectures.parsed,
                                      sampling_settings(sampling.guide, n=1, seed=cfg.seed))
         finally:
@@ -279,6 +279,7 @@ def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequ
         "targets": len(targets),
         "k": k,
         "max_tokens": {role: getattr(sampling, role).max_tokens for role in ("solver", "conjecturer", "guide")},
+        "conjecturer_grammar": sampling.conjecturer_grammar,
         "solver_pass_at_k": solver.pass_at_k,
         "solver_sample_valid_rate": solver.sample_valid_rate,
         "conjecturer_parse_rate": conjectures.parse_rate,
@@ -287,6 +288,14 @@ def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequ
         "guide_reviews": len(conjectures.parsed),
         "seconds": time.perf_counter() - started,
     }
+
+
+def _report_fits(report: dict, cfg: SGSConfig) -> bool:
+    """Whether a cached warm-up report sampled as this run would (else it is measured again)."""
+    sampling = cfg.sampling
+    return (report.get("conjecturer_grammar") == sampling.conjecturer_grammar
+            and report.get("max_tokens") == {role: getattr(sampling, role).max_tokens
+                                             for role in ("solver", "conjecturer", "guide")})
 
 
 def format_report(report: dict) -> str:
@@ -308,7 +317,7 @@ def prepare(cfg: SGSConfig, paths: ModelPaths, targets: Sequence[Target], cache_
         log(f"warm start: fine-tuning the base model on {cfg.warmstart.corpus} "
             f"({cfg.warmstart.epochs} epoch(s), lr {cfg.warmstart.learning_rate:g}); cached for later runs")
         found = warm_start(cfg, paths, cache_dir)
-    if found.report is None:
+    if found.report is None or not _report_fits(found.report, cfg):
         report = warmup_report(cfg, found.checkpoint, AutoTokenizer.from_pretrained(found.checkpoint),
                                report_targets(cfg, targets))
         write_json(Path(found.checkpoint) / REPORT_FILE, report)

@@ -221,6 +221,8 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
         (["sampling.solver.temperature=-1"], "sampling.solver.temperature=-1.0 must be at least 0"),
         (["sampling.guide.top_p=0"], "sampling.guide.top_p=0.0 must lie in (0, 1]"),
         (["sampling.conjecturer.max_tokens=0"], "sampling.conjecturer.max_tokens=0 must be at least 1"),
+        (["sampling.conjecturer_grammar=/no/such/grammar.ebnf"],
+         "sampling.conjecturer_grammar='/no/such/grammar.ebnf' is neither null, 'statement'"),
         (["training.learning_rate=0"], "training.learning_rate=0.0 must be positive"),
         (["training.adam_beta2=1.0"], "training.adam_beta2=1.0 must lie in [0, 1)"),
         (["training.optimizer_state=keep"], "training.optimizer_state='keep' is not one of reset, persist"),

@@ -159,6 +159,34 @@ def test_nucleus_logprobs_are_renormalised_over_the_nucleus(engine, reference):
         assert torch.allclose(gap, -nucleus_mass.log(), atol=1e-2)
 
 
+def test_grammar_samples_follow_it_with_log_probs_renormalised_over_the_allowed_tokens(engine, reference):
+    """vLLM's structured outputs (xgrammar) under the grammar the transformers
+    backend's test uses: whole sentences only, and each log-prob is the
+    transformers value renormalised over the tokens the grammar allowed."""
+    import xgrammar
+
+    from tests.test_grammar import SMALL
+
+    info = xgrammar.TokenizerInfo.from_huggingface(reference.tokenizer, vocab_size=reference.model.config.vocab_size,
+                                                   stop_token_ids=[reference.tokenizer.eos_token_id])
+    compiled = xgrammar.GrammarCompiler(info).compile_grammar(SMALL)
+    results = engine.generate(PROMPTS, SamplingSettings(n=4, max_tokens=40, seed=11, grammar=SMALL))
+    for sample in [s for group in results for s in group]:
+        assert sample.finish_reason == "stop" and sample.text.startswith("n + "), sample.text
+        steps = tempered_step_logprobs(reference, sample, 1.0)
+        matcher, bitmask = xgrammar.GrammarMatcher(compiled), xgrammar.allocate_token_bitmask(1, info.vocab_size)
+        expected = []
+        for step, token in enumerate(sample.token_ids):
+            matcher.fill_next_token_bitmask(bitmask)
+            allowed = steps[step].clone().unsqueeze(0)
+            xgrammar.apply_token_bitmask_inplace(allowed, bitmask)
+            expected.append(float(steps[step, token] - torch.logsumexp(allowed[0], dim=-1)))
+            assert matcher.accept_token(token)
+        assert matcher.is_terminated()
+        assert max(abs(a - b) for a, b in zip(sample.logprobs, expected)) < TOLERANCE
+        assert math.isfinite(sample.entropy)
+
+
 def test_greedy_decoding_matches_transformers_and_reports_untempered_logprobs(engine, reference):
     greedy = SamplingSettings(n=2, max_tokens=8, temperature=0.0)
     [group] = engine.generate(PROMPTS[:1], greedy)

@@ -372,6 +372,9 @@ def warm_run(tmp_path_factory, require_rocq, sgs_cache_dir):
             "sampling.solver.max_tokens=48", "sampling.conjecturer.max_tokens=64", "sampling.guide.max_tokens=96",
             "training.global_batch_size=8", "training.max_seq_len=512",
             "resources.verifier_workers=1", "logging.progress_bars=false",
+            # Free text, so that the warm Conjecturer's ill-typed claim reaches the
+            # prover (the default run's test samples under the statement grammar).
+            "sampling.conjecturer_grammar=null",
         ]
 
 
@@ -590,6 +593,12 @@ def test_the_default_run_warm_starts_and_prints_its_summary(tmp_path, require_ro
     store = check_run(run_dir, iterations=1, conjectures_per_target=1, k=8)
     try:
         assert store.config["experiment"] == "standard" and store.config["model"]["name"] == "tiny"
+        # The Conjecturer sampled under the statement grammar: whatever it stated
+        # in full is well formed and closed, so nothing failed to elaborate.
+        assert store.config["sampling"]["conjecturer_grammar"] == "statement"
+        conjectures = store.conjectures(0)
+        assert any(c.statement is not None for c in conjectures)
+        assert not any(c.extraction_error == "elaboration_invalid" for c in conjectures)
         held_out = json.loads((run_dir / "held_out_eval.json").read_text())
         assert held_out["0"]["targets"] == 4 and held_out["0"]["k"] == 8
     finally:

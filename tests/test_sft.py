@@ -179,6 +179,11 @@ def test_a_warm_start_trains_once_then_comes_from_the_cache(ray_session, require
     assert any(line.startswith("warm-up: Solver pass@2") for line in lines)
     again = prepare(cfg, paths, training, cache_dir=tmp_path, log=lambda line: None)
     assert again.report == report and not again.trained
+    # A run that samples the Conjecturer otherwise measures the report again (and keeps the checkpoint).
+    assert report["conjecturer_grammar"] == "statement"
+    free = prepare(small_config(small_corpus, "sampling.conjecturer_grammar=null"), paths, training,
+                   cache_dir=tmp_path, log=lambda line: None)
+    assert free.checkpoint == first.checkpoint and free.report["conjecturer_grammar"] is None
 
     # Other settings are another checkpoint.
     assert cached_checkpoint(small_config(small_corpus, "warmstart.epochs=1"), paths, tmp_path) is None

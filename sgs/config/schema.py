@@ -39,6 +39,8 @@ PROVER_BACKENDS = ("lean", "rocq")
 PROOF_LANGUAGES = ("lean", "rocq")
 ENGINE_BACKENDS = ("transformers", "vllm")
 WEIGHT_TRANSFERS = ("checkpoint", "direct")
+#: sampling.conjecturer_grammar naming the prover language's built-in statement grammar
+STATEMENT_GRAMMAR = "statement"
 WANDB_MODES = ("auto", "offline", "online", "disabled")
 WARMSTART_MODES = ("auto", "always", "never")
 ROLES = ("solver", "conjecturer", "guide")
@@ -183,6 +185,13 @@ class SamplingConfig:
     conjecturer: RoleSampling = field(default_factory=RoleSampling)
     #: The Guide: writes a review with three sub-scores.
     guide: RoleSampling = field(default_factory=RoleSampling)
+    #: Grammar every Conjecturer output follows (constrained decoding,
+    #: sgs/method/roles/grammar.py): null for free text (the paper), ``statement``
+    #: for the prover language's built-in statement grammar (Rocq: a typed
+    #: fragment whose statements have no free variable; Lean has none, and
+    #: samples freely), or the path of an EBNF file in xgrammar's dialect.
+    #: The checks do not change: every statement is still elaborated.
+    conjecturer_grammar: str | None = None
     #: Log-probs of this many most likely tokens are kept per generated
     #: position, for the token-entropy metric (SPEC §1.6); 0 keeps none.
     entropy_top_logprobs: int = 10

@@ -13,6 +13,7 @@ too, next to the checks that make them well defined.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -35,6 +36,7 @@ from sgs.config.schema import (
     PLACEMENT_STRATEGIES,
     PROOF_LANGUAGES,
     PROVER_BACKENDS,
+    STATEMENT_GRAMMAR,
     REWARD_NORMALISATIONS,
     ROLES,
     SOLVER_OBJECTIVES,
@@ -154,6 +156,10 @@ def _check_sampling(problems: list[str], sampling: SamplingConfig) -> None:
         _at_least(problems, f"sampling.{role}.temperature", settings.temperature, 0.0)
         _fraction(problems, f"sampling.{role}.top_p", settings.top_p)
     _at_least(problems, "sampling.entropy_top_logprobs", sampling.entropy_top_logprobs, 0)
+    grammar = sampling.conjecturer_grammar
+    if grammar is not None and grammar != STATEMENT_GRAMMAR and not Path(grammar).expanduser().is_file():
+        problems.append(f"sampling.conjecturer_grammar={grammar!r} is neither null, {STATEMENT_GRAMMAR!r} "
+                        "(the built-in grammar) nor a grammar file")
 
 
 def _check_training(problems: list[str], training: TrainingConfig, cfg: SGSConfig) -> None:

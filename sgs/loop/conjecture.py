@@ -13,7 +13,7 @@ from sgs.loop.context import (
     DUPLICATE_CONJECTURE, DUPLICATE_OF_TARGET, MATCHES_BENCHMARK, RunContext, conjecture_id, elaboration_failure,
     to_completion)
 from sgs.machinery.engines import Sample
-from sgs.machinery.runtime import sampling_settings
+from sgs.machinery.runtime import conjecturer_settings
 from sgs.machinery.streaming import Request
 from sgs.method.roles import canonical_form, conjecture_name, extract_conjecture, rename_theorem
 from sgs.state.records import Completion, Conjecture, Target
@@ -88,6 +88,6 @@ def conjecture(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
             keep(task.id, target, completion, None, elaboration_failure(verdict.status))
 
     if requests:
-        settings = sampling_settings(ctx.cfg.sampling.conjecturer, n=1, seed=ctx.seed(iteration, "conjecture"))
+        settings = conjecturer_settings(ctx.cfg, seed=ctx.seed(iteration, "conjecture"))
         ctx.draw(iteration, "conjecture", "conjecturer", requests, settings, on_sample, on_verdict)
     bar.close()

@@ -42,6 +42,7 @@ from sgs.machinery.models import ModelPaths, resolve_model_paths
 from sgs.machinery.placement import PlacementRecord
 from sgs.machinery.prompts import Prompter
 from sgs.method.roles import template_dir
+from sgs.method.roles.grammar import grammar_text
 from sgs.state.targets import corpus_texts, load_targets
 from sgs.state.warmstart import load_corpus
 
@@ -152,6 +153,12 @@ def sampling_settings(role: RoleSampling, *, n: int, seed: int) -> SamplingSetti
     """One role's sampling config as engine settings for ``n`` samples per prompt."""
     return SamplingSettings(n=n, max_tokens=role.max_tokens, temperature=role.temperature,
                             top_p=role.top_p, seed=seed)
+
+
+def conjecturer_settings(cfg: SGSConfig, *, seed: int) -> SamplingSettings:
+    """The Conjecturer's engine settings (one sample per prompt), with its grammar if it has one."""
+    grammar = grammar_text(cfg.sampling.conjecturer_grammar, cfg.prover.language)
+    return replace(sampling_settings(cfg.sampling.conjecturer, n=1, seed=seed), grammar=grammar)
 
 
 def train_settings(cfg: SGSConfig) -> TrainSettings:

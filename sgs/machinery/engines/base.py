@@ -21,6 +21,11 @@ Conventions every backend follows:
   serves as π_old for CISPO.  With temperature 0 (greedy decoding) the
   distribution is degenerate, and the untempered (temperature 1) log-probs
   are reported instead.
+* With a grammar (``SamplingSettings.grammar``), the tokens the grammar
+  forbids get probability 0 before sampling, so ``Sample.logprobs`` are
+  renormalised over the allowed tokens (vLLM does the same): again the
+  log-prob under the distribution that was sampled.  A teacher-forced pass,
+  which knows no grammar, gives values that are lower or equal.
 * ``Sample.entropy`` is the mean over completion tokens of the entropy of the
   sampler's top-10 log-probs renormalised to sum to one (the paper's token
   entropy, SPEC §1.6).
@@ -55,6 +60,9 @@ class SamplingSettings:
     seed: int | None = None
     """Seed for the sampler; the same prompts, settings and weights give the same samples.
     None draws fresh randomness."""
+    grammar: str | None = None
+    """EBNF grammar (xgrammar's dialect, see :mod:`sgs.method.roles.grammar`) that every
+    sample follows: tokens that would leave it are never drawn.  None: free text."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.n, int) or self.n < 1:
@@ -67,6 +75,8 @@ class SamplingSettings:
             raise ValueError(f"SamplingSettings.top_p must lie in (0, 1], got {self.top_p!r}")
         if self.seed is not None and (not isinstance(self.seed, int) or self.seed < 0):
             raise ValueError(f"SamplingSettings.seed must be None or a non-negative integer, got {self.seed!r}")
+        if self.grammar is not None and (not isinstance(self.grammar, str) or not self.grammar.strip()):
+            raise ValueError(f"SamplingSettings.grammar must be None or a non-empty EBNF text, got {self.grammar!r}")
 
 
 @dataclass(frozen=True)
@@ -167,7 +177,8 @@ def top_k_entropy(top_logprobs: torch.Tensor) -> torch.Tensor:
     log space keeps it exact when the retained mass is tiny.
     """
     log_p = torch.log_softmax(top_logprobs.float(), dim=-1)
-    return -(log_p.exp() * log_p).sum(dim=-1)
+    # Tokens a grammar forbids have log-prob -inf and add nothing (0 * -inf is nan).
+    return -(log_p.exp() * log_p.masked_fill(torch.isneginf(log_p), 0.0)).sum(dim=-1)
 
 
 def first_line(error: BaseException) -> str:

@@ -16,11 +16,21 @@ fallback to vLLM: simple, exact, and fast enough for tiny models and tests.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
-from sgs.machinery.engines.base import ENTROPY_TOP_K, GenerationEngine, Sample, SamplingSettings, tokenize_prompts, top_k_entropy
+from sgs.machinery.engines.base import (
+    ENTROPY_TOP_K,
+    GenerationEngine,
+    Sample,
+    SamplingSettings,
+    first_line,
+    tokenize_prompts,
+    top_k_entropy,
+)
 
 
 def left_pad(sequences: list[list[int]], pad_id: int, device: torch.device | str = "cpu") -> tuple[Tensor, Tensor]:
@@ -125,6 +135,7 @@ class TransformersEngine(GenerationEngine):
         if self._pad_id is None:
             # Any id works: padded positions are masked out everywhere.
             self._pad_id = self._stop_ids[0] if self._stop_ids else 0
+        self._grammars = GrammarCache(self.tokenizer, self.model.config.vocab_size, self._stop_ids)
 
     @property
     def policy_version(self) -> int:
@@ -200,6 +211,7 @@ class TransformersEngine(GenerationEngine):
             input_ids=input_ids, attention_mask=attention_mask, position_ids=positions, use_cache=True, logits_to_keep=1
         )
         positions = positions[:, -1:]
+        grammar = self._grammars.constraint(settings.grammar, batch) if settings.grammar else None
         lengths = torch.zeros(batch, dtype=torch.long, device=self._device)
         stopped = torch.zeros(batch, dtype=torch.bool, device=self._device)
         live = torch.arange(batch, device=self._device)  # the original row of each row still decoding
@@ -207,8 +219,12 @@ class TransformersEngine(GenerationEngine):
         while True:
             # Greedy decoding reports untempered log-probs (see sgs.machinery.engines.base).
             logits = out.logits[:, -1].float()
+            if grammar is not None:
+                grammar.mask(logits, live)
             logprobs = torch.log_softmax(logits / settings.temperature if settings.temperature > 0 else logits, dim=-1)
             token = _choose(logprobs, settings, generator)
+            if grammar is not None:
+                grammar.accept(token, live)
             top = logprobs.topk(min(ENTROPY_TOP_K, logprobs.shape[-1]), dim=-1).values
             tokens[live, step] = token
             token_logprobs[live, step] = logprobs.gather(-1, token.unsqueeze(-1)).squeeze(-1)
@@ -261,6 +277,53 @@ class TransformersEngine(GenerationEngine):
                 if token_id is not None and token_id not in ids:
                     ids.append(int(token_id))
         return ids
+
+
+class GrammarCache:
+    """Grammars compiled for one tokenizer (xgrammar), each compiled once."""
+
+    def __init__(self, tokenizer: Any, vocab_size: int, stop_ids: list[int]) -> None:
+        self._tokenizer, self._vocab_size, self._stop_ids = tokenizer, vocab_size, stop_ids
+        self._info = None
+        self._compiled: dict[str, Any] = {}
+
+    def constraint(self, grammar: str, rows: int) -> GrammarConstraint:
+        """A fresh constraint for ``rows`` samples that each follow ``grammar``."""
+        import xgrammar
+
+        if grammar not in self._compiled:
+            if self._info is None:
+                self._info = xgrammar.TokenizerInfo.from_huggingface(
+                    self._tokenizer, vocab_size=self._vocab_size, stop_token_ids=self._stop_ids)
+            try:
+                self._compiled[grammar] = xgrammar.GrammarCompiler(self._info).compile_grammar(grammar)
+            except RuntimeError as error:
+                raise ValueError(f"the sampling grammar does not compile: {first_line(error)}") from None
+        return GrammarConstraint(self._compiled[grammar], rows, self._vocab_size)
+
+
+class GrammarConstraint:
+    """One grammar matcher per sample of a batch: which tokens each may draw next."""
+
+    def __init__(self, compiled: Any, rows: int, vocab_size: int) -> None:
+        import xgrammar
+
+        self._xgrammar = xgrammar
+        self._matchers = [xgrammar.GrammarMatcher(compiled) for _ in range(rows)]
+        self._bitmask = xgrammar.allocate_token_bitmask(rows, vocab_size)
+
+    def mask(self, logits: Tensor, live: Tensor) -> None:
+        """Set the logits of tokens the grammar forbids to -inf; row j of
+        ``logits`` is sample ``live[j]``."""
+        for j, row in enumerate(live.tolist()):
+            self._matchers[row].fill_next_token_bitmask(self._bitmask, j)
+        self._xgrammar.apply_token_bitmask_inplace(logits, self._bitmask[:len(live)].to(logits.device))
+
+    def accept(self, tokens: Tensor, live: Tensor) -> None:
+        """Advance each live sample's matcher by the token it drew."""
+        for token, row in zip(tokens.tolist(), live.tolist()):
+            if not self._matchers[row].accept_token(token):
+                raise RuntimeError(f"sample {row} drew token {token}, which its grammar forbids")
 
 
 def _choose(logprobs: Tensor, settings: SamplingSettings, generator: torch.Generator) -> Tensor:

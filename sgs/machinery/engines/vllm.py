@@ -327,6 +327,7 @@ class VLLMEngine(GenerationEngine):
 
     def _sampling_params(self, settings: SamplingSettings, prompt_len: int, seed: int) -> SamplingParams:
         from vllm import SamplingParams
+        from vllm.sampling_params import StructuredOutputsParams
 
         return SamplingParams(
             n=1 if settings.temperature == 0 else settings.n,
@@ -342,6 +343,10 @@ class VLLMEngine(GenerationEngine):
             detokenize=False,
             # Flat lists instead of a dict of Logprob objects per token: fewer Python objects.
             flat_logprobs=True,
+            # vLLM masks the logits the grammar forbids before the sampler, so the
+            # processed log-probs are renormalised over the allowed tokens, as in
+            # the transformers backend.
+            structured_outputs=StructuredOutputsParams(grammar=settings.grammar) if settings.grammar else None,
         )
 
     def _to_sample(self, prompt_ids: list[int], completion: CompletionOutput) -> Sample:
