@@ -12,7 +12,8 @@ from lean_env.rocq import RocqBackend, RocqConfig
 from sgs.machinery.engines import SamplingSettings
 from sgs.machinery.engines.hf import TransformersEngine
 from sgs.method.roles import extract_conjecture
-from sgs.method.roles.grammar import ROCQ_BINDERS, grammar_text, rocq_statement_grammar
+from sgs.machinery.runtime import grammar_text
+from sgs.method.roles.grammar import ROCQ_BINDERS, rocq_statement_grammar
 
 #: The header of the shipped Rocq targets.
 HEADER = "Require Import Arith Lia List Bool.\nImport ListNotations."

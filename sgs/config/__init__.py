@@ -67,6 +67,7 @@ from sgs.config.schema import (  # noqa: F401  (the package's public names)
     SOLVER_OBJECTIVES,
     WANDB_MODES,
     WARMSTART_MODES,
+    STATEMENT_GRAMMAR,
     WEIGHT_TRANSFERS,
     ConfigError,
     EvaluationConfig,

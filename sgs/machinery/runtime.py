@@ -28,6 +28,7 @@ from lean_env.cache import VerdictCache
 from lean_env.pool import VerifierPool
 from sgs.config import (
     ENGINE_HEARTBEAT_INTERVAL_S,
+    STATEMENT_GRAMMAR,
     ProverConfig,
     RoleSampling,
     SGSConfig,
@@ -42,7 +43,7 @@ from sgs.machinery.models import ModelPaths, resolve_model_paths
 from sgs.machinery.placement import PlacementRecord
 from sgs.machinery.prompts import Prompter
 from sgs.method.roles import template_dir
-from sgs.method.roles.grammar import grammar_text
+from sgs.method.roles.grammar import statement_grammar
 from sgs.state.targets import corpus_texts, load_targets
 from sgs.state.warmstart import load_corpus
 
@@ -159,6 +160,24 @@ def conjecturer_settings(cfg: SGSConfig, *, seed: int) -> SamplingSettings:
     """The Conjecturer's engine settings (one sample per prompt), with its grammar if it has one."""
     grammar = grammar_text(cfg.sampling.conjecturer_grammar, cfg.prover.language)
     return replace(sampling_settings(cfg.sampling.conjecturer, n=1, seed=seed), grammar=grammar)
+
+
+def grammar_text(spec: str | None, language: str) -> str | None:
+    """The EBNF text a grammar setting names: None for none, the language's
+    built-in grammar for ``statement`` (None where the language has none), or
+    the contents of a grammar file.  Raises ``ValueError`` for a file that
+    cannot be read or is empty."""
+    if spec is None:
+        return None
+    if spec == STATEMENT_GRAMMAR:
+        return statement_grammar(language)
+    try:
+        text = Path(spec).expanduser().read_text()
+    except OSError as error:
+        raise ValueError(f"grammar file {spec!r} cannot be read: {error.strerror or error}") from None
+    if not text.strip():
+        raise ValueError(f"grammar file {spec!r} is empty")
+    return text
 
 
 def train_settings(cfg: SGSConfig) -> TrainSettings:

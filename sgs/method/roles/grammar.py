@@ -36,16 +36,14 @@ The grammar cannot express everything the targets do (``exists``,
 polymorphism, ``fun``, options): a Conjecturer constrained by it states
 lemmas in the fragment only.  That is the price of a small model stating
 well-formed lemmas at all; models that write Rocq well need no grammar
-(``sampling.conjecturer.grammar=null``).
+(``sampling.conjecturer_grammar=null``).
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 
-from sgs.config.schema import STATEMENT_GRAMMAR
 from sgs.method.roles.language import Language
 
 
@@ -204,25 +202,7 @@ def rocq_statement_grammar() -> str:
     return "\n".join(lines) + "\n"
 
 
-_BUILTIN = {(Language.ROCQ, STATEMENT_GRAMMAR): rocq_statement_grammar}
-
-
-def grammar_text(spec: str | None, language: Language | str) -> str | None:
-    """The EBNF text a role's ``grammar`` setting names: None for none, the
-    language's built-in ``statement`` grammar (None where the language has
-    none), or the contents of a grammar file.  Raises ``ValueError`` for a
-    file that cannot be read."""
-    if spec is None:
-        return None
-    language = Language(language)
-    if spec == STATEMENT_GRAMMAR:
-        build = _BUILTIN.get((language, spec))
-        return build() if build else None
-    path = Path(spec).expanduser()
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise ValueError(f"grammar file {spec!r} cannot be read: {error.strerror or error}") from None
-    if not text.strip():
-        raise ValueError(f"grammar file {spec!r} is empty")
-    return text
+def statement_grammar(language: Language | str) -> str | None:
+    """The built-in Conjecturer grammar of a prover language, or None where
+    it has none (Lean, for now)."""
+    return rocq_statement_grammar() if Language(language) is Language.ROCQ else None
