@@ -278,8 +278,7 @@ def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequ
         "checkpoint": checkpoint,
         "targets": len(targets),
         "k": k,
-        "max_tokens": {role: getattr(sampling, role).max_tokens for role in ("solver", "conjecturer", "guide")},
-        "conjecturer_grammar": sampling.conjecturer_grammar,
+        **_sampled_as(cfg),
         "solver_pass_at_k": solver.pass_at_k,
         "solver_sample_valid_rate": solver.sample_valid_rate,
         "conjecturer_parse_rate": conjectures.parse_rate,
@@ -290,12 +289,12 @@ def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequ
     }
 
 
-def _report_fits(report: dict, cfg: SGSConfig) -> bool:
-    """Whether a cached warm-up report sampled as this run would (else it is measured again)."""
+def _sampled_as(cfg: SGSConfig) -> dict:
+    """The sampling settings a warm-up report records: a cached report that
+    differs in any of them is measured again."""
     sampling = cfg.sampling
-    return (report.get("conjecturer_grammar") == sampling.conjecturer_grammar
-            and report.get("max_tokens") == {role: getattr(sampling, role).max_tokens
-                                             for role in ("solver", "conjecturer", "guide")})
+    return {"max_tokens": {role: getattr(sampling, role).max_tokens for role in ("solver", "conjecturer", "guide")},
+            "conjecturer_grammar": sampling.conjecturer_grammar}
 
 
 def format_report(report: dict) -> str:
@@ -317,7 +316,7 @@ def prepare(cfg: SGSConfig, paths: ModelPaths, targets: Sequence[Target], cache_
         log(f"warm start: fine-tuning the base model on {cfg.warmstart.corpus} "
             f"({cfg.warmstart.epochs} epoch(s), lr {cfg.warmstart.learning_rate:g}); cached for later runs")
         found = warm_start(cfg, paths, cache_dir)
-    if found.report is None or not _report_fits(found.report, cfg):
+    if found.report is None or any(found.report.get(key) != value for key, value in _sampled_as(cfg).items()):
         report = warmup_report(cfg, found.checkpoint, AutoTokenizer.from_pretrained(found.checkpoint),
                                report_targets(cfg, targets))
         write_json(Path(found.checkpoint) / REPORT_FILE, report)

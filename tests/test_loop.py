@@ -293,6 +293,14 @@ def test_an_invalid_config_exits_2_naming_every_problem(tmp_path):
     assert not (tmp_path / "run" / "config.yaml").exists()
 
 
+def test_a_missing_grammar_file_exits_2_naming_the_setting(tmp_path):
+    missing = tmp_path / "statement.ebnf"
+    proc = _sgs(f"sampling.conjecturer_grammar={missing}", f"run_dir={tmp_path / 'run'}")
+    assert proc.returncode == 2, proc.stderr
+    assert f"sampling.conjecturer_grammar='{missing}' is neither null, 'statement'" in proc.stderr
+    assert not (tmp_path / "run" / "config.yaml").exists()
+
+
 def test_missing_requirements_exit_3_before_ray_starts(tmp_path):
     proc = _sgs("prover.rocq.coqtop=/nonexistent/coqtop", f"run_dir={tmp_path / 'run'}")
     assert proc.returncode == 3, proc.stderr
