@@ -138,10 +138,36 @@ def environment(ctx: CheckContext) -> Outcome:
             figures[package] = None
     coqtop = shutil.which("coqtop")
     figures["coqtop"] = coqtop
-    if coqtop:
-        figures["rocq"] = subprocess.run([coqtop, "--version"], capture_output=True, text=True,
-                                         timeout=60).stdout.strip().splitlines()[0]
+    if not coqtop:
+        return Outcome(figures=figures)
+    figures["rocq"] = subprocess.run([coqtop, "--version"], capture_output=True, text=True,
+                                     timeout=60).stdout.strip().splitlines()[0]
+    # coqtop answering --version is not the verifier working: check a proof the way the loop does.
+    verdict = verify_one_proof(ctx)
+    figures["rocq_check"] = f"{verdict['status']} ({verdict['reason']}, {verdict['seconds']:.1f} s)"
+    if verdict["status"] != "valid":
+        messages = " ".join(" ".join(verdict.get("messages", [])).split())[:400]
+        return Outcome("fail", f"a correct proof checked through `python -m lean_env verify` came back "
+                               f"{verdict['status']} ({verdict['reason']}): {messages}", figures)
     return Outcome(figures=figures)
+
+
+#: A proof any working Rocq verifier accepts, under the header of SGS's built-in Rocq targets.
+KNOWN_PROOF = {"id": "known", "header": "Require Import Arith Lia List Bool.\nImport ListNotations.",
+               "statement": "Theorem known : forall n : nat, n + 0 = n.", "proof": "Proof. intros n. lia. Qed."}
+
+
+def verify_one_proof(ctx: CheckContext) -> dict[str, Any]:
+    """``KNOWN_PROOF``'s verdict from the verifier's command line (its sandbox, its worker pool)."""
+    proofs, verdicts = ctx.out / "rocq_check.in.jsonl", ctx.out / "rocq_check.out.jsonl"
+    proofs.write_text(json.dumps(KNOWN_PROOF) + "\n")
+    done = subprocess.run([sys.executable, "-m", "lean_env", "verify", "--backend", "rocq", "--input", str(proofs),
+                           "--output", str(verdicts), "--workers", "1", "--timeout", "60", "--quiet"],
+                          cwd=REPO, env=repo_env(), capture_output=True, text=True, timeout=300)
+    if done.returncode != 0 or not verdicts.exists():
+        tail = " ".join(done.stderr.split()[-60:])
+        return {"status": "no verdict", "reason": f"exit status {done.returncode}", "seconds": 0.0, "messages": [tail]}
+    return json.loads(verdicts.read_text().splitlines()[0])
 
 
 def generation(ctx: CheckContext) -> Outcome:
@@ -309,17 +335,41 @@ def loop(ctx: CheckContext) -> Outcome:
     if done.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
         raise RuntimeError(f"python -m sgs exited with status {done.returncode} after {len(lines)} iterations:\n{tail}")
+    shutil.copyfile(run_dir / "metrics.jsonl", ctx.out / "loop.metrics.jsonl")
     figures: dict[str, Any] = {"iterations": len(lines), "wall_s": round(time.perf_counter() - started, 1),
                                "engines": "vllm" if gpu and vllm else "transformers"}
     if lines:
         last = _flatten(lines[-1])
-        figures.update(cumulative_solve_rate=last.get("cumulative_solve_rate"), generations=last.get("generations"))
+        figures.update(cumulative_solve_rate=last.get("cumulative_solve_rate"), generations=last.get("generations"),
+                       system_error_rate=max(line["system_error_rate"] for line in lines))
         figures.update({key: value for key, value in last.items() if "probe_logprob_gap_max" in key
-                        or key.startswith(("phase_seconds/", "tokens_per_second/", "faults/engine_restarts/"))})
+                        or key.startswith(("phase_seconds/", "tokens_per_second/", "faults/engine_restarts/",
+                                           "faults/verifier_restarts"))})
     notes = [] if gpu else ["dry run: one iteration on the CPU placement, no warm start"]
     if gpu and not vllm:
         notes.append("vLLM is not installed: the transformers engines ran on the GPU instead")
-    return Outcome(figures=figures, notes=notes)
+    trouble = verifier_trouble(lines)
+    return Outcome("fail" if trouble else "ok", trouble, figures, notes)
+
+
+def verifier_trouble(lines: list[dict[str, Any]]) -> str:
+    """Why a finished run's verdicts cannot be trusted, from its metrics lines (``""`` when they can):
+    more system errors than the loop's alarm allows, or conjectures lost to prover failures.  A run
+    that completes with a broken prover is not a working loop (seen on an H100, 2026-11-26: 84% of
+    verifications were system errors and the stage said ok)."""
+    from sgs.analysis.metrics import SYSTEM_ERROR_PREFIX
+    from sgs.loop.record import SYSTEM_ERROR_ALARM
+
+    problems = []
+    for line in lines:
+        causes = ", ".join(f"{key[len(SYSTEM_ERROR_PREFIX) + 1:]} {count}" for key, count in sorted(line.items())
+                           if key.startswith(SYSTEM_ERROR_PREFIX + "/"))
+        lost = line.get("conjecture_rejected/elaboration_system_error", 0)
+        if line["system_error_rate"] > SYSTEM_ERROR_ALARM or lost:
+            problems.append(f"iteration {line['iteration']}: {100 * line['system_error_rate']:.1f}% of "
+                            f"verifications were system errors ({causes or 'no proof reached the prover'}), "
+                            f"{lost} conjecture(s) lost to prover failures")
+    return "; ".join(problems) + ("; the causes' first messages are in loop.log" if problems else "")
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -28,14 +28,17 @@ class BackendSpec:
 
     def check(self) -> None:
         """Build the backend's config and the command line of its prover process
-        without starting anything; raises ``ValueError`` (``LeanConfigError``,
-        ``RocqConfigError``, ``TypeError`` for an unknown option) naming the
-        problem.  Drivers call this before starting workers, so that a bad
-        setting is one clear error rather than every worker dying."""
+        (for Rocq also ask ``coqtop -v``, which every worker does first; Lean's
+        REPL starts nothing until it is given a header); raises ``ValueError``
+        (``LeanConfigError``, ``RocqConfigError``, ``TypeError`` for an unknown
+        option) naming the problem.  Drivers call this before starting workers,
+        so that a bad setting is one clear error rather than every worker dying."""
         if self.name == "rocq":
             from lean_env.rocq import RocqConfig
 
-            RocqConfig(**self.options).argv()
+            config = RocqConfig(**self.options)
+            config.argv()
+            config.probe_version()
         else:
             from lean_env.lean import LeanConfig
 

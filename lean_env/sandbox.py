@@ -184,8 +184,7 @@ class SandboxedProcess:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError, OSError) as e:
-            raise ProcessDied(f"{self.name}: cannot write to process ({e}); "
-                              f"stderr: {self.stderr_tail()[-500:]}") from e
+            raise ProcessDied(f"{self.name}: cannot write to process ({e}); {self._last_words()}") from e
 
     def read_until(self, frame: Callable[[bytes], Optional[int]], deadline: float) -> bytes:
         """Return the first complete message and remove it from the buffer.
@@ -204,8 +203,7 @@ class SandboxedProcess:
                     raise OutputTooLarge(f"{self.name}: more than {self.limits.max_output_bytes} bytes "
                                          "without a complete answer")
                 if self._eof:
-                    raise ProcessDied(f"{self.name}: process closed its output (exit code "
-                                      f"{self.proc.poll()}); stderr: {self.stderr_tail()[-500:]}")
+                    raise ProcessDied(f"{self.name}: process closed its output; {self._last_words()}")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise ReadTimeout(f"{self.name}: no answer before the deadline")
@@ -222,6 +220,22 @@ class SandboxedProcess:
 
     def stderr_tail(self) -> str:
         return b"".join(self._stderr_tail).decode("utf-8", "replace")
+
+    def _last_words(self) -> str:
+        """Exit code and the end of stderr of a process that stopped answering.
+        A prover that cannot start says why on stderr as it exits, so wait (a
+        second at most) for the exit and for the stderr pump to read the rest:
+        without it the message read "exit code None; stderr: " (seen with a
+        coqtop that could not find its standard library)."""
+        try:
+            code: Optional[int] = self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            code = None
+        if len(self._threads) == 1:  # stderr merged: what it said is unread output
+            said = bytes(self._buf[-500:]).decode("utf-8", "replace")
+            return f"exit code {code}; unanswered output: {said}"
+        self._threads[1].join(timeout=1.0)
+        return f"exit code {code}; stderr: {self.stderr_tail()[-500:]}"
 
     # -- state ------------------------------------------------------------
     @property

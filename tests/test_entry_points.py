@@ -226,6 +226,19 @@ def test_usage_errors_exit_2_with_one_clear_line(tmp_path, flags, env, message):
     assert not (tmp_path / "out.jsonl").exists()
 
 
+def test_a_coqtop_that_does_not_answer_its_version_is_a_usage_error(tmp_path):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "coqtop").write_text("#!/bin/sh\necho hello\n")
+    (fake / "coqtop").chmod(0o755)
+    src = write_jsonl(tmp_path / "in.jsonl", ROCQ_ROWS[:1])
+    proc = verify("--backend", "rocq", "--input", str(src), "--output", str(tmp_path / "out.jsonl"),
+                  PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert f"cannot start the rocq prover: {fake / 'coqtop'} -v printed no version: 'hello\\n'" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out.jsonl").exists()
+
+
 # -- the evaluation and run commands with prover=lean ------------------------------------
 
 

@@ -8,6 +8,7 @@ config."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,7 @@ def test_the_dry_run_executes_the_stages_on_the_cpu(tmp_path, require_rocq):
     stages = summary["stages"]
     assert {name: stage["status"] for name, stage in stages.items()} == dict.fromkeys(stages, "ok")
     assert stages["environment"]["figures"]["gpu"] == "none" and stages["environment"]["figures"]["coqtop"]
+    assert stages["environment"]["figures"]["rocq_check"].startswith("valid (ok, ")
     generation = stages["generation"]["figures"]
     assert generation["shape"] == "tiny" and generation["vllm_tokens_per_s"] > 0
     assert generation["max_logprob_gap"] < 1e-4  # float32 on both sides
@@ -49,6 +51,39 @@ def test_the_dry_run_executes_the_stages_on_the_cpu(tmp_path, require_rocq):
     assert "no sleep mode on CPUs" in stages["sleep_wake"]["notes"][0]
     table = (tmp_path / "gpu_check.md").read_text()
     assert "| sleep_wake | ok |" in table and "GPU: none" in table
+
+
+@pytest.mark.slow
+def test_a_rocq_that_answers_its_version_but_cannot_check_fails_the_environment_stage(tmp_path, require_rocq):
+    # A coqtop whose standard library is missing: what a half-carried Rocq looks like.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "coqtop").write_text('#!/bin/sh\ncase "$1" in --version|-v) echo "The Coq Proof Assistant, version 8.16.1";;\n'
+                                 '*) echo "Error: Cannot find a physical path bound to logical path Coq.Init." >&2;'
+                                 ' exit 1;; esac\n')
+    (fake / "coqtop").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--dry-run", "--stages",
+                           "environment", "--out", str(tmp_path / "out")], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 1, done.stdout[-3000:]
+    environment = json.loads((tmp_path / "out" / "gpu_check.json").read_text())["stages"]["environment"]
+    assert environment["status"] == "fail" and environment["figures"]["coqtop"] == str(fake / "coqtop")
+    assert "came back system_error" in environment["reason"] and "Coq.Init" in environment["reason"]
+
+
+def test_a_loop_whose_prover_broke_is_a_failure_with_its_causes():
+    healthy = {"iteration": 0, "system_error_rate": 0.0, "conjecture_rejected/unclosed_block": 3}
+    assert gpu_stages.verifier_trouble([healthy]) == ""
+    broken = {"iteration": 1, "system_error_rate": 0.839, "verifier/system_error/crash": 47,
+              "verifier/system_error/worker_lost": 2, "conjecture_rejected/elaboration_system_error": 8}
+    assert gpu_stages.verifier_trouble([healthy, broken]) == (
+        "iteration 1: 83.9% of verifications were system errors (crash 47, worker_lost 2), 8 conjecture(s) lost "
+        "to prover failures; the causes' first messages are in loop.log")
+    # Under the alarm's 1% but a conjecture was lost: still not a working loop.
+    assert gpu_stages.verifier_trouble([{"iteration": 0, "system_error_rate": 0.005,
+                                         "conjecture_rejected/elaboration_system_error": 1}]).startswith(
+        "iteration 0: 0.5% of verifications were system errors (no proof reached the prover)")
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ from sgs.analysis.metrics import (
     solve_rates,
     system_error_rate,
     verification_outcomes,
+    system_error_causes,
     verifier_metrics,
     reason_key,
     resolved_wandb_mode,
@@ -92,16 +93,31 @@ def test_verifier_metrics_count_reasons_and_audits_by_hand():
         judged("invalid", "audit_disagreement", audit="disagree"),
         judged("invalid", "banned:Unset Guard Checking"), judged("invalid", "banned:Unset Guard Checking"),
         judged("invalid", "prover_error"), judged("timeout", "timeout"),
-        judged("system_error", "worker_lost"),  # infrastructure, not a judgement: not counted
+        judged("system_error", "worker_lost"),  # infrastructure, not a judgement: counted apart
         attempt("a", 9, None),  # no proof extracted, no verdict
     ]
     assert verifier_metrics(attempts) == {
         "verifier/audited": 3, "verifier/audit_disagreements": 1, "verifier/audit_inconclusive": 1,
         "verifier/rejected/audit_disagreement": 1, "verifier/rejected/banned:Unset_Guard_Checking": 2,
         "verifier/rejected/prover_error": 1, "verifier/rejected/timeout": 1,
+        "verifier/system_error/worker_lost": 1,
     }
     assert verifier_metrics([]) == {"verifier/audited": 0, "verifier/audit_disagreements": 0,
                                     "verifier/audit_inconclusive": 0}
+
+
+def test_system_error_causes_name_the_commonest_reasons_with_their_first_message():
+    def broken(reason: str, *messages: str) -> Verdict:
+        return Verdict(Status.SYSTEM_ERROR, reason=reason, messages=list(messages))
+
+    verdicts = [broken("crash", "coqtop exited:\n  Cannot find library Coq.Init.Prelude"), broken("crash", "other"),
+                broken("worker_lost"), broken("crash"), broken("header_timeout", "x" * 300),
+                Verdict(Status.INVALID, reason="prover_error", messages=["not a system error"])]
+    # Ties in the order first seen; a reason without a message stands alone; messages cut to 200 characters.
+    assert system_error_causes(verdicts, most=2) == (
+        "crash (3): coqtop exited: Cannot find library Coq.Init.Prelude; worker_lost (1)")
+    assert system_error_causes(verdicts).endswith("; worker_lost (1); header_timeout (1): " + "x" * 200)
+    assert system_error_causes([Verdict(Status.VALID, reason="ok")]) == ""
 
 
 @pytest.mark.parametrize("reason, key", [("banned:Unset Guard Checking", "banned:Unset_Guard_Checking"),

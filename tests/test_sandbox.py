@@ -61,6 +61,20 @@ def test_death_mid_answer_is_reported():
         p.kill()
 
 
+@pytest.mark.parametrize("merge_stderr, said", [(False, "stderr: cannot find my library"),
+                                                 (True, "unanswered output: cannot find my library")])
+def test_a_process_that_cannot_start_says_why_in_the_error(merge_stderr, said):
+    # What a prover missing its library does: complain on stderr, exit.  The error
+    # must carry the complaint and the exit code, not "exit code None; stderr: ".
+    p = python("import sys; sys.stderr.write('cannot find my library'); sys.exit(1)", merge_stderr=merge_stderr)
+    try:
+        with pytest.raises(ProcessDied) as died:
+            p.read_until(line_frame, time.monotonic() + 10)
+        assert "exit code 1" in str(died.value) and said in str(died.value)
+    finally:
+        p.kill()
+
+
 def test_unbounded_output_is_cut_off():
     p = python("import sys\nwhile True: sys.stdout.write('x' * 65536)",
                limits=Limits(max_output_bytes=1 << 20))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lean_env.verdict import Status
+from lean_env.verdict import Status, Verdict
 from sgs.config import LoggingConfig
 from sgs.state.records import Attempt, Conjecture, ConjectureScore
 from sgs.method.rewards import solve_rate
@@ -88,6 +88,8 @@ def verification_outcomes(attempts: Iterable[Attempt]) -> dict[str, int]:
 
 #: ``verifier/rejected/<reason>``: an iteration's rejected proofs by the verifier's reason.
 REJECTED_PREFIX = "verifier/rejected"
+#: ``verifier/system_error/<reason>``: an iteration's system errors by the verifier's reason.
+SYSTEM_ERROR_PREFIX = "verifier/system_error"
 
 
 def reason_key(reason: str) -> str:
@@ -100,18 +102,39 @@ def reason_key(reason: str) -> str:
 def verifier_metrics(attempts: Iterable[Attempt]) -> dict[str, int]:
     """The verifier's judgements of one iteration's proofs: the audit's counts
     (``verifier/audited``, ``verifier/audit_disagreements``,
-    ``verifier/audit_inconclusive``) and ``verifier/rejected/<reason>`` for every
-    reason an ``invalid`` or ``timeout`` verdict gave (system errors are not
-    judgements of a proof; attempts with no extracted proof have no verdict).
-    A reason absent from an iteration did not occur in it.  A rising reason is
-    what reward hacking looks like: the Solver finding a shape the checks refuse."""
+    ``verifier/audit_inconclusive``), ``verifier/rejected/<reason>`` for every
+    reason an ``invalid`` or ``timeout`` verdict gave, and
+    ``verifier/system_error/<reason>`` for the system errors (not judgements of
+    a proof, but what to look at when they rise; attempts with no extracted
+    proof have no verdict).  A reason absent from an iteration did not occur in
+    it.  A rising rejection reason is what reward hacking looks like: the Solver
+    finding a shape the checks refuse."""
     verdicts = [a.verdict for a in attempts if a.verdict is not None]
     audits = Counter(v.audit for v in verdicts if v.audit)
     rejected = Counter(reason_key(v.reason) for v in verdicts if v.status in (Status.INVALID, Status.TIMEOUT))
+    broken = Counter(reason_key(v.reason) for v in verdicts if v.status == Status.SYSTEM_ERROR)
     metrics = {"verifier/audited": sum(audits.values()), "verifier/audit_disagreements": audits["disagree"],
                "verifier/audit_inconclusive": audits["inconclusive"]}
     metrics.update({f"{REJECTED_PREFIX}/{reason}": count for reason, count in sorted(rejected.items())})
+    metrics.update({f"{SYSTEM_ERROR_PREFIX}/{reason}": count for reason, count in sorted(broken.items())})
     return metrics
+
+
+def system_error_causes(verdicts: Iterable[Verdict], most: int = 3) -> str:
+    """The commonest reasons among ``verdicts``' system errors (ties in the
+    order first seen), each with its count and the first message seen (cut to
+    200 characters): what a user needs to see first when the prover breaks
+    (``""`` when there are none)."""
+    broken = [v for v in verdicts if v.status == Status.SYSTEM_ERROR]
+    counts = Counter(v.reason or "unknown" for v in broken)
+    first = {}
+    for verdict in broken:
+        first.setdefault(verdict.reason or "unknown", verdict.messages[0] if verdict.messages else "")
+    parts = []
+    for reason, count in counts.most_common(most):
+        message = " ".join(first[reason].split())[:200]
+        parts.append(f"{reason} ({count})" + (f": {message}" if message else ""))
+    return "; ".join(parts)
 
 
 def system_error_rate(outcomes: Mapping[str, int]) -> float:

@@ -6,9 +6,11 @@ elaborate are rejected, with the reason stored."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Set
 
-from lean_env.verdict import ProofTask, Verdict
+from lean_env.verdict import ProofTask, Status, Verdict
+from sgs.analysis.metrics import system_error_causes
 from sgs.loop.context import (
     DUPLICATE_CONJECTURE, DUPLICATE_OF_TARGET, MATCHES_BENCHMARK, RunContext, conjecture_id, elaboration_failure,
     to_completion)
@@ -19,6 +21,8 @@ from sgs.method.roles import canonical_form, conjecture_name, extract_conjecture
 from sgs.state.records import Completion, Conjecture, Target
 from sgs.state.phase_log import PhaseLog
 from sgs.state.targets import batch_targets
+
+log = logging.getLogger(__name__)
 
 
 def screen_conjecture(
@@ -80,14 +84,22 @@ def conjecture(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
         checking[cid] = (target, completion, statement)
         ctx.rt.pool.submit_statement(ProofTask(id=cid, header=target.header, statement=statement, proof=""))
 
+    broken: list[Verdict] = []  # elaboration checks the prover could not answer
+
     def on_verdict(task: ProofTask, verdict: Verdict) -> None:
         target, completion, statement = checking.pop(task.id)
         if verdict.valid:
             keep(task.id, target, completion, statement, None)
         else:
             keep(task.id, target, completion, None, elaboration_failure(verdict.status))
+            if verdict.status == Status.SYSTEM_ERROR:
+                broken.append(verdict)
 
     if requests:
         settings = conjecturer_settings(ctx.cfg, seed=ctx.seed(iteration, "conjecture"))
         ctx.draw(iteration, "conjecture", "conjecturer", requests, settings, on_sample, on_verdict)
     bar.close()
+    if broken:
+        # Not the Conjecturer's fault, and its statements are lost for this iteration: say why at once.
+        log.warning("iteration %d: %d conjecture(s) could not be elaborated because the prover failed (system "
+                    "error): %s", iteration, len(broken), system_error_causes(broken))

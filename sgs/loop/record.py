@@ -56,8 +56,10 @@ def record(ctx: RunContext, iteration: int, phases: dict[str, M.PhaseStats], fau
     if metrics["system_error_rate"] > SYSTEM_ERROR_ALARM:
         log.warning("!!! iteration %d: %.1f%% of verifications ended in a system error (prover crashes, lost "
                     "workers), above the %.0f%% the results can be trusted with; their samples carry no "
-                    "reward. See verification/system_error in metrics.jsonl and the verifier logs.",
-                    iteration, 100 * metrics["system_error_rate"], 100 * SYSTEM_ERROR_ALARM)
+                    "reward. Commonest causes: %s. Counts by cause: %s/<reason> in metrics.jsonl.",
+                    iteration, 100 * metrics["system_error_rate"], 100 * SYSTEM_ERROR_ALARM,
+                    M.system_error_causes(a.verdict for a in attempts if a.verdict is not None),
+                    M.SYSTEM_ERROR_PREFIX)
     tables = M.sample_tables(iteration, conjectures, scores, attempts, {t.id: t.statement for t in store.targets})
     ctx.monitor.iteration_finished(metrics)
     on_metrics(metrics, tables, M.sample_histograms(attempts, list(scores.values())))
