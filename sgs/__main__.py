@@ -10,7 +10,8 @@ check that this machine can run it before starting anything (exit 3 with
 what is missing and the overrides that would run here), open the run
 directory (a new run, or a resume of the one there), start Ray, warm-start
 the base model (:mod:`sgs.sft`; the tiny model only, cached after the first
-run), start the engines and the verifier pool, measure the Solver's pass@k on
+run), start the verifier pool (its prover must elaborate the first target's
+statement, else exit 3 naming why) and the engines, measure the Solver's pass@k on
 the held-out targets, run the loop, measure it again, write the run's report
 (:mod:`sgs.analysis.report`) and print a summary.
 
@@ -40,8 +41,8 @@ from sgs.config import resolve_source_path, validate, warmstart_enabled
 from sgs.analysis.evaluation import HELD_OUT_FILE, held_out_pass_at_k, read_json
 from sgs.loop import PHASES, Loop, current_weights, derived_seed
 from sgs.analysis.metrics import MetricsSink
-from sgs.machinery.runtime import (DASHBOARD_TOKEN_HINT, Checkpoint, build_runtime, model_paths, sampling_settings,
-                                   start_ray)
+from sgs.machinery.runtime import (DASHBOARD_TOKEN_HINT, Checkpoint, ProverUnavailable, build_runtime, model_paths,
+                                   sampling_settings, start_ray)
 from sgs.state.store import Store
 from sgs.state.records import Target
 from sgs.state.targets import TargetError, read_targets
@@ -86,6 +87,10 @@ def main(raw: DictConfig) -> None:
     except TargetError as error:
         print(f"targets.source: {error}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
+    except ProverUnavailable as error:
+        # Nothing was sampled yet; the run directory resumes once the prover works.
+        print(f"this machine cannot run the config: {error}", file=sys.stderr)
+        sys.exit(EXIT_REQUIREMENTS)
 
 
 def run_benchmark(cfg: SGSConfig) -> Benchmark | None:
@@ -150,7 +155,8 @@ def run(cfg: SGSConfig, benchmark: Benchmark | None = None, targets: list[Target
             # An explicitly configured Guide keeps its own weights; otherwise it is the (warm) base.
             weights["guide"] = Checkpoint(paths.guide if cfg.model.guide_path else base, 0)
 
-            runtime = build_runtime(cfg, run_dir, weights, AutoTokenizer.from_pretrained(paths.tokenizer))
+            runtime = build_runtime(cfg, run_dir, weights, AutoTokenizer.from_pretrained(paths.tokenizer),
+                                    check_target=store.targets[0])
             sink = MetricsSink(cfg.logging, run_dir, name=f"{cfg.experiment}-{run_dir.name}", config=asdict(cfg))
             loop = Loop(cfg, store, runtime, weights, run_name=f"{cfg.experiment}-{run_dir.name}",
                         benchmark=benchmark, on_metrics=sink.log)
