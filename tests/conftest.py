@@ -51,6 +51,22 @@ def require_binary(name: str) -> str:
     return path
 
 
+#: What :func:`coqtop_without_stdlib` says when asked to check anything.
+MISSING_STDLIB = "Error: Cannot find a physical path bound to logical path Coq.Init."
+
+
+def coqtop_without_stdlib(directory: Path) -> dict[str, str]:
+    """A test double of coqtop, written into ``directory``: it answers ``-v`` like
+    Rocq 8.16.1 and fails to load its standard library otherwise (a half-installed
+    Rocq).  Returns this environment with it first on ``PATH``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fake = directory / "coqtop"
+    fake.write_text('#!/bin/sh\ncase "$1" in -v|--version) echo "The Coq Proof Assistant, version 8.16.1";;\n'
+                    f'*) echo "{MISSING_STDLIB}" >&2; exit 1;; esac\n')
+    fake.chmod(0o755)
+    return {**os.environ, "PATH": f"{directory}{os.pathsep}{os.environ['PATH']}"}
+
+
 @pytest.fixture(scope="session")
 def coqtop() -> str:
     """Path of the Rocq/Coq toplevel (``coqtop``)."""

@@ -17,6 +17,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from sgs import config as C
+from tests.conftest import MISSING_STDLIB, coqtop_without_stdlib
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -56,20 +57,14 @@ def test_the_dry_run_executes_the_stages_on_the_cpu(tmp_path, require_rocq):
 @pytest.mark.slow
 def test_a_rocq_that_answers_its_version_but_cannot_check_fails_the_environment_stage(tmp_path, require_rocq):
     # A coqtop whose standard library is missing: what a half-carried Rocq looks like.
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "coqtop").write_text('#!/bin/sh\ncase "$1" in --version|-v) echo "The Coq Proof Assistant, version 8.16.1";;\n'
-                                 '*) echo "Error: Cannot find a physical path bound to logical path Coq.Init." >&2;'
-                                 ' exit 1;; esac\n')
-    (fake / "coqtop").chmod(0o755)
-    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
+    env = coqtop_without_stdlib(tmp_path / "bin")
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--dry-run", "--stages",
                            "environment", "--out", str(tmp_path / "out")], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 1, done.stdout[-3000:]
     environment = json.loads((tmp_path / "out" / "gpu_check.json").read_text())["stages"]["environment"]
-    assert environment["status"] == "fail" and environment["figures"]["coqtop"] == str(fake / "coqtop")
-    assert "came back system_error" in environment["reason"] and "Coq.Init" in environment["reason"]
+    assert environment["status"] == "fail" and environment["figures"]["coqtop"] == str(tmp_path / "bin" / "coqtop")
+    assert "came back system_error" in environment["reason"] and MISSING_STDLIB in environment["reason"]
 
 
 def test_a_loop_whose_prover_broke_is_a_failure_with_its_causes():

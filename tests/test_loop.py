@@ -44,6 +44,7 @@ from sgs.machinery.prompts import Prompter, chat_prompt
 from sgs.machinery.runtime import Checkpoint, backend_spec, colocated_gpu_ids
 from sgs.state.store import REQUIRED_METRICS, Store
 from sgs.state.targets import TargetError, held_out_by_hash, load_targets
+from tests.conftest import MISSING_STDLIB, coqtop_without_stdlib
 from tests.test_report import check_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -312,18 +313,13 @@ def test_missing_requirements_exit_3_before_ray_starts(tmp_path):
 def test_a_prover_that_cannot_check_stops_the_run_before_anything_is_sampled(tmp_path):
     # A coqtop that answers its version but cannot load its standard library: what a
     # half-installed Rocq looks like.  The run must say so at once, not after an iteration.
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "coqtop").write_text('#!/bin/sh\ncase "$1" in -v|--version) echo "The Coq Proof Assistant, version '
-                                 '8.16.1";;\n*) echo "Error: Cannot find a physical path bound to logical path '
-                                 'Coq.Init." >&2; exit 1;; esac\n')
-    (fake / "coqtop").chmod(0o755)
     run_dir = tmp_path / "run"
+    env = coqtop_without_stdlib(tmp_path / "bin")
     proc = _sgs("warmstart.mode=never", "iterations=1", "logging.wandb_mode=disabled", f"run_dir={run_dir}",
-                timeout=300, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+                timeout=300, PATH=env["PATH"])
     assert proc.returncode == 3, proc.stderr[-3000:]
     assert "this machine cannot run the config: the prover could not check the statement of target" in proc.stderr
-    assert "Coq.Init" in proc.stderr and "Traceback" not in proc.stderr
+    assert MISSING_STDLIB in proc.stderr and "Traceback" not in proc.stderr
     assert not (run_dir / "iter_0000").exists() or not any((run_dir / "iter_0000").iterdir())
 
 
