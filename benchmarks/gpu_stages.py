@@ -183,8 +183,9 @@ def generation(ctx: CheckContext) -> Outcome:
         "shape": report["shape"], "vllm_tokens_per_s": round(vllm["tokens_per_s"], 1),
         "transformers_tokens_per_s": round(hf["tokens_per_s"], 1), "ratio": round(report["ratio"], 3),
         "vllm_startup_s": round(vllm["startup_s"], 1), "max_logprob_gap": vllm.get("max_logprob_gap")},
-        notes=["gap: vLLM's sampled-token log-probs against a teacher-forced transformers pass on the CPU "
-               "(bf16 on the 7B shape, so gaps of order 1e-2 are rounding)"] if gpu else [])
+        notes=["gap: vLLM's sampled-token log-probs against a teacher-forced transformers pass on the CPU, "
+               "bf16 on both sides but through different kernels: on the random 7B model the largest gap was "
+               "0.31 nats on an H100 (2026-11-26); the float32 dry run agrees to 1e-4"] if gpu else [])
 
 
 def learner_step(ctx: CheckContext) -> Outcome:
