@@ -27,8 +27,8 @@ PYTEST := RAY_AUTH_MODE=disabled $(PY) -m pytest tests -q -n $(TEST_WORKERS) --d
 test: setup
 	$(PYTEST) -m "not full" $(PYTEST_ARGS)
 
-# everything, including the heaviest end-to-end runs marked `full` (about
-# seven more minutes here): before a release, or after changing what they run
+# everything, including the heaviest tests marked `full` (about 450 s more test
+# time here): before a release, or after changing what they run
 test-full: setup
 	$(PYTEST) $(PYTEST_ARGS)
 
