@@ -225,3 +225,26 @@ def test_engine_group_streams_chunks_and_broadcasts_weights(ray_cluster, checkpo
         assert {s.policy_version for g in after for s in g} == {1}
     finally:
         group.shutdown()
+
+
+def test_groups_started_without_waiting_load_at_once_and_report_a_failed_load(ray_cluster, checkpoint,
+                                                                              other_checkpoint, tmp_path):
+    # How the loop starts its roles: every group's actors are created first, then waited for.
+    solver = EngineGroup("solver", checkpoint, num_cpus=0.5, engine_options={"device": "cpu"}, wait=False)
+    guide = EngineGroup("guide", other_checkpoint, num_cpus=0.5,
+                        engine_options={"device": "cpu", "policy_version": 3}, wait=False)
+    missing = tmp_path / "no-such-checkpoint"
+    broken = EngineGroup("broken", str(missing), num_cpus=0.5, engine_options={"device": "cpu"}, wait=False)
+    try:
+        for group in (solver, guide):
+            group.wait_until_loaded()
+        assert (solver.policy_version, guide.policy_version) == (0, 3)
+        settings = SamplingSettings(n=1, max_tokens=4, seed=5)
+        assert len(solver.generate(["Lemma a : True."], settings)[0]) == 1
+        # A group whose model cannot load fails when it is waited for, naming the path, and holds nothing after.
+        with pytest.raises(Exception, match="no-such-checkpoint"):
+            broken.wait_until_loaded()
+        assert broken.actors == []
+    finally:
+        for group in (solver, guide, broken):
+            group.shutdown()

@@ -291,11 +291,12 @@ def engine_options(cfg: SGSConfig, policy_version: int, *, weight_transfer: bool
 
 
 def start_engines(cfg: SGSConfig, name: str, checkpoint: Checkpoint, *, num_engines: int,
-                  gpu_ids: list[str] | None = None, weight_transfer: bool = True) -> EngineGroup:
+                  gpu_ids: list[str] | None = None, weight_transfer: bool = True, wait: bool = True) -> EngineGroup:
     """One group of ``num_engines`` engines on ``checkpoint``, placed as
     ``resources`` says (``gpu_ids``: colocated engines' GPUs, see
-    :func:`colocated_gpu_ids`); the loop's, the warm-up report's and the
-    evaluation's engines are all started here, so they are placed alike."""
+    :func:`colocated_gpu_ids`; ``wait``: see :class:`EngineGroup`); the
+    loop's, the warm-up report's and the evaluation's engines are all started
+    here, so they are placed alike."""
     res = cfg.resources
     return EngineGroup(
         name,
@@ -310,6 +311,7 @@ def start_engines(cfg: SGSConfig, name: str, checkpoint: Checkpoint, *, num_engi
         heartbeat_interval_s=ENGINE_HEARTBEAT_INTERVAL_S,
         heartbeat_timeout_s=res.engine_heartbeat_timeout_s,
         load_timeout_s=res.engine_restart_timeout_s,
+        wait=wait,
     )
 
 
@@ -372,9 +374,12 @@ def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint],
         pool = start_verifier_pool(cfg, run_dir=run_dir)
         if check_target is not None:
             check_prover(pool, check_target)
+        # Every role's engines load at once; then wait for all of them.
         for role in active_roles(cfg):
-            engines[role] = start_engines(cfg, role, weights[role], gpu_ids=pinned.get(role),
+            engines[role] = start_engines(cfg, role, weights[role], gpu_ids=pinned.get(role), wait=False,
                                           num_engines=getattr(cfg.resources, f"{role}_engines"))
+        for group in engines.values():
+            group.wait_until_loaded()
         placement = PlacementRecord(run_dir, cfg.resources.simulated_gpus)
         placement.actors(engines, pool)
     except BaseException:

@@ -121,6 +121,7 @@ class EngineGroup:
         max_chunk_retries: int = 3,
         placement_strategy: str = "PACK",
         gpu_ids: list[int | str] | None = None,
+        wait: bool = True,
     ) -> None:
         """Start ``num_engines`` actors, all loading ``model_path``.
 
@@ -146,9 +147,11 @@ class EngineGroup:
             gpu_ids: colocated engines (one GPU node shared with the learner):
                 actor i sees only GPU ``gpu_ids[i]`` (CUDA_VISIBLE_DEVICES)
                 without reserving it in Ray, whose GPUs the learner holds.
-
-        Blocks until every actor has loaded its model, so start-up errors
-        surface here.
+            wait: block until every actor has loaded its model, so that
+                start-up errors surface here.  With ``False`` the caller
+                calls :meth:`wait_until_loaded` before using the group, which
+                lets several groups load at once (a vLLM engine takes about a
+                minute to start on a GPU).
         """
         if num_engines < 1:
             raise ValueError(f"num_engines must be at least 1, got {num_engines!r}")
@@ -179,6 +182,8 @@ class EngineGroup:
         self._weights: tuple[str, int] | None = None
         self._resources = {"num_cpus": num_cpus, "num_gpus": num_gpus}
         self._engines: list[_Engine] = []
+        # The actors' first calls, until wait_until_loaded has seen them answer.
+        self._loaded: list[ray.ObjectRef] = []
         # Chunks in flight, and samples of chunks back but not yet handed to the caller; both by chunk id.
         self._chunks: dict[int, _Chunk] = {}
         self._finished: dict[int, list[list[Sample]]] = {}
@@ -196,11 +201,25 @@ class EngineGroup:
             )
         try:
             self._engines = [_Engine(self._start_actor(index)) for index in range(num_engines)]
-            # The first call returns once the constructor ran, so loading errors surface here.
-            ray.get([engine.handle.policy_version.remote() for engine in self._engines])
+            # The first call returns once the constructor ran, so loading errors surface there.
+            self._loaded = [engine.handle.policy_version.remote() for engine in self._engines]
         except Exception:
             self.shutdown()
             raise
+        if wait:
+            self.wait_until_loaded()
+
+    def wait_until_loaded(self) -> None:
+        """Block until every actor has loaded its model; an actor that failed
+        to load raises here, after the group is shut down."""
+        if not self._loaded:
+            return
+        try:
+            ray.get(self._loaded)
+        except Exception:
+            self.shutdown()
+            raise
+        self._loaded = []
         for engine in self._engines:
             engine.answered = True
 

@@ -36,6 +36,13 @@ from sgs.machinery.learner.settings import (
 from sgs.machinery.learner.strategy import find_deepspeed_resume_dir
 from sgs.machinery.learner.worker import train_worker
 
+#: How often Ray Train's controller polls its workers, in seconds, unless the
+#: user set ``RAY_TRAIN_HEALTH_CHECK_INTERVAL_S``.  Each change of the run's
+#: state waits for the next poll, and Ray's default of 2 s made a short run
+#: about 4 s longer (an empty one-worker run: 16-17 s at 2 s, 12-13 s at 0.5 s,
+#: 2 cores, 2026-11-26); a poll is one small call per worker.
+CONTROLLER_POLL_INTERVAL_S = "0.5"
+
 
 def train(
     examples: Sequence[TrainExample],
@@ -95,6 +102,8 @@ def train(
     os.makedirs(output_dir, exist_ok=True)
     # Keep the refs alive on the driver for the whole run; each worker fetches its own.
     plan_refs = [ray.put(worker_plan) for worker_plan in plan]
+    # Read when the run starts: the controller gets it from this process's environment.
+    os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", CONTROLLER_POLL_INTERVAL_S)
     trainer = TorchTrainer(
         train_worker,
         train_loop_config={
