@@ -8,10 +8,11 @@
 Steps: compose and validate the config (exit 2 with every problem named),
 check that this machine can run it before starting anything (exit 3 with
 what is missing and the overrides that would run here), open the run
-directory (a new run, or a resume of the one there), start Ray, warm-start
-the base model (:mod:`sgs.sft`; the tiny model only, cached after the first
-run), start the verifier pool (its prover must elaborate the first target's
-statement, else exit 3 naming why) and the engines, measure the Solver's pass@k on
+directory (a new run, or a resume of the one there), start Ray, start the
+verifier pool (its prover must elaborate the first target's statement, else
+exit 3 naming why, before the minutes a warm start takes), warm-start the
+base model (:mod:`sgs.sft`; the tiny model only, cached after the first
+run), start the engines, measure the Solver's pass@k on
 the held-out targets, run the loop, measure it again, write the run's report
 (:mod:`sgs.analysis.report`) and print a summary.
 
@@ -42,7 +43,7 @@ from sgs.analysis.evaluation import HELD_OUT_FILE, held_out_pass_at_k, read_json
 from sgs.loop import PHASES, Loop, current_weights, derived_seed
 from sgs.analysis.metrics import MetricsSink
 from sgs.machinery.runtime import (DASHBOARD_TOKEN_HINT, Checkpoint, ProverUnavailable, build_runtime, model_paths,
-                                   sampling_settings, start_ray)
+                                   sampling_settings, start_checked_pool, start_ray)
 from sgs.state.store import Store
 from sgs.state.records import Target
 from sgs.state.targets import TargetError, read_targets
@@ -142,21 +143,22 @@ def run(cfg: SGSConfig, benchmark: Benchmark | None = None, targets: list[Target
             dashboard = f"http://{context.dashboard_url.removeprefix('http://')}"
             print(f"Ray dashboard: {dashboard} ({DASHBOARD_TOKEN_HINT})")
         sink = None
+        pool = None
         runtime = None
         seconds: dict[str, float] = {}
         held_out: dict[str, dict | None] = {}
         try:
+            pool = start_checked_pool(cfg, run_dir, store.targets[0])
             base = paths.base
             if warmstart_enabled(cfg):
                 warm_started = time.perf_counter()
-                base = sft.prepare(cfg, paths, store.targets).checkpoint
+                base = sft.prepare(cfg, paths, store.targets, pool=pool).checkpoint
                 seconds["warm start"] = time.perf_counter() - warm_started
             weights = {role: current_weights(store, role, base) for role in ("solver", "conjecturer")}
             # An explicitly configured Guide keeps its own weights; otherwise it is the (warm) base.
             weights["guide"] = Checkpoint(paths.guide if cfg.model.guide_path else base, 0)
 
-            runtime = build_runtime(cfg, run_dir, weights, AutoTokenizer.from_pretrained(paths.tokenizer),
-                                    check_target=store.targets[0])
+            runtime = build_runtime(cfg, run_dir, weights, AutoTokenizer.from_pretrained(paths.tokenizer), pool)
             sink = MetricsSink(cfg.logging, run_dir, name=f"{cfg.experiment}-{run_dir.name}", config=asdict(cfg))
             loop = Loop(cfg, store, runtime, weights, run_name=f"{cfg.experiment}-{run_dir.name}",
                         benchmark=benchmark, on_metrics=sink.log)
@@ -169,6 +171,8 @@ def run(cfg: SGSConfig, benchmark: Benchmark | None = None, targets: list[Target
                 sink.close()
             if runtime is not None:
                 runtime.shutdown()
+            elif pool is not None:
+                pool.shutdown()
             ray.shutdown()
         report_page = _write_report(run_dir)
         _summary(cfg, store, loop, held_out, seconds, time.perf_counter() - started, dashboard, report_page)

@@ -56,6 +56,7 @@ import ray
 from hydra import compose, initialize_config_dir
 from transformers import AutoTokenizer
 
+from lean_env.pool import VerifierPool
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, validate
 from sgs.config import warmstart_enabled
 from sgs.analysis.evaluation import conjecturer_outputs, guide_parse_rate, read_json, solver_pass_at_k, write_json
@@ -245,9 +246,12 @@ def report_targets(cfg: SGSConfig, targets: Sequence[Target]) -> list[Target]:
     return batch_targets(targets, cfg.warmstart.report_targets, cfg.seed, iteration=0)
 
 
-def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequence[Target]) -> dict:
+def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequence[Target],
+                  pool: VerifierPool | None = None) -> dict:
     """Sample the model at ``checkpoint`` in the three roles on ``targets``, with
-    one engine and a verifier pool started for it, at the run's sampling settings.
+    one engine started for it, at the run's sampling settings; proofs are
+    checked by ``pool`` (the run's, whose verdict cache then holds them too),
+    or by a pool started for the report when None.
 
     Returns the Solver's pass@k (k = ``method.num_solver_samples``) and
     per-sample valid rate, the Conjecturer's parse and elaboration rates (one
@@ -259,8 +263,9 @@ def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequ
     # Colocated, the one engine takes the Solver's first GPU (nothing else holds it now).
     engine = start_engines(cfg, "warmup", Checkpoint(checkpoint, 0), num_engines=1,
                            gpu_ids=pinned_gpus(cfg).get("solver", [])[:1] or None, weight_transfer=False)
+    own_pool = pool is None
     try:
-        pool = start_verifier_pool(cfg, name="warmup-verifier")
+        pool = start_verifier_pool(cfg, name="warmup-verifier") if pool is None else pool
         try:
             prompter = Prompter(language, tokenizer)
             k = cfg.method.num_solver_samples
@@ -271,7 +276,8 @@ def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequ
             guide = guide_parse_rate(engine, prompter, conjectures.parsed,
                                      sampling_settings(sampling.guide, n=1, seed=cfg.seed))
         finally:
-            pool.shutdown()
+            if own_pool:
+                pool.shutdown()
     finally:
         engine.shutdown()
     return {
@@ -307,9 +313,10 @@ def format_report(report: dict) -> str:
 
 
 def prepare(cfg: SGSConfig, paths: ModelPaths, targets: Sequence[Target], cache_dir: Path | None = None,
-            log: Any = print) -> WarmStart:
+            log: Any = print, pool: VerifierPool | None = None) -> WarmStart:
     """The warm-started checkpoint with its report: trained and measured
-    when the cache lacks them, else read from it.  Prints what it does."""
+    when the cache lacks them, else read from it.  Prints what it does.
+    ``pool``: the run's verifier pool, for the report (see :func:`warmup_report`)."""
     started = time.perf_counter()
     found = cached_checkpoint(cfg, paths, cache_dir)
     if found is None:
@@ -318,7 +325,7 @@ def prepare(cfg: SGSConfig, paths: ModelPaths, targets: Sequence[Target], cache_
         found = warm_start(cfg, paths, cache_dir)
     if found.report is None or any(found.report.get(key) != value for key, value in _sampled_as(cfg).items()):
         report = warmup_report(cfg, found.checkpoint, AutoTokenizer.from_pretrained(found.checkpoint),
-                               report_targets(cfg, targets))
+                               report_targets(cfg, targets), pool)
         write_json(Path(found.checkpoint) / REPORT_FILE, report)
         found = replace(found, report=report)
     log(f"warm start: {found.checkpoint} ({'trained' if found.trained else 'cached'}, "

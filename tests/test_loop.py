@@ -312,14 +312,16 @@ def test_missing_requirements_exit_3_before_ray_starts(tmp_path):
 @pytest.mark.slow
 def test_a_prover_that_cannot_check_stops_the_run_before_anything_is_sampled(tmp_path):
     # A coqtop that answers its version but cannot load its standard library: what a
-    # half-installed Rocq looks like.  The run must say so at once, not after an iteration.
-    run_dir = tmp_path / "run"
+    # half-installed Rocq looks like.  The run must say so at once: not after an
+    # iteration, and not after the warm start (minutes of training on a GPU).
+    run_dir, cache = tmp_path / "run", tmp_path / "cache"
     env = coqtop_without_stdlib(tmp_path / "bin")
-    proc = _sgs("warmstart.mode=never", "iterations=1", "logging.wandb_mode=disabled", f"run_dir={run_dir}",
-                timeout=300, PATH=env["PATH"])
+    proc = _sgs("iterations=1", "logging.wandb_mode=disabled", f"run_dir={run_dir}", timeout=300, PATH=env["PATH"],
+                SGS_CACHE_DIR=str(cache))
     assert proc.returncode == 3, proc.stderr[-3000:]
     assert "this machine cannot run the config: the prover could not check the statement of target" in proc.stderr
     assert MISSING_STDLIB in proc.stderr and "Traceback" not in proc.stderr
+    assert "warm start" not in proc.stdout and not (cache / "warmstart").exists()
     assert not (run_dir / "iter_0000").exists() or not any((run_dir / "iter_0000").iterdir())
 
 

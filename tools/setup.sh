@@ -47,9 +47,12 @@ install_dependencies() {
     if [[ -n "$listed" ]]; then mapfile -t options <<< "$listed"; fi
     cert="${PIP_CERT:-$("$VENV/bin/python" -m pip config get global.cert 2>/dev/null || true)}"
     if [[ -n "$cert" ]]; then export SSL_CERT_FILE="$cert"; fi
-    # best version across all sources, as pip chooses (uv's default takes the first index that has a package)
+    # unsafe-best-match: the best version across all sources, as pip chooses (uv's default takes the first
+    # index that has a package).  --compile-bytecode: the .pyc files at install time, as pip writes them;
+    # without them, where PYTHONDONTWRITEBYTECODE is set (this project's machines), every process compiles
+    # torch and transformers again and the test suite took twice as long.
     install=("$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --index-strategy unsafe-best-match
-             "${options[@]}")
+             --compile-bytecode "${options[@]}")
     uninstall=("$VENV/bin/uv" pip uninstall --quiet --python "$VENV/bin/python")
   else
     install=("$VENV/bin/python" -m pip install -q)

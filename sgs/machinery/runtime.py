@@ -5,7 +5,9 @@ itself lives in :mod:`sgs.loop`.  The pieces:
 
 * :func:`start_ray`: a fresh local cluster, or the one ``resources.ray_address`` names;
 * :func:`model_paths`: where the base model, its tokenizer and the Guide come from;
-* :func:`build_runtime`: one engine group per active role and the verifier pool
+* :func:`start_checked_pool`: the run's verifier pool, its prover checked
+  before anything else starts;
+* :func:`build_runtime`: one engine group per active role beside that pool
   (:func:`start_engines`, :func:`start_verifier_pool`, which every entry point
   uses; prompts are :mod:`sgs.machinery.prompts`);
 * :func:`train_settings` / :func:`sampling_settings`: config values as the
@@ -361,19 +363,29 @@ def check_prover(pool: VerifierPool, target: Target) -> None:
                                 f"({verdict.reason}): {said or 'no message'}")
 
 
+def start_checked_pool(cfg: SGSConfig, run_dir: Path, check_target: Target) -> VerifierPool:
+    """The run's verifier pool (verdict cache and audit log in ``run_dir``),
+    whose prover has elaborated ``check_target``'s statement
+    (:func:`check_prover`; the pool is shut down again when it could not)."""
+    pool = start_verifier_pool(cfg, run_dir=run_dir)
+    try:
+        check_prover(pool, check_target)
+    except BaseException:
+        pool.shutdown()
+        raise
+    return pool
+
+
 def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint], tokenizer: Any,
-                  check_target: Target | None = None) -> Runtime:
-    """Start the engines (each active role on ``weights[role]``) and the
-    verifier pool, and record where they run (``<run_dir>/placement.json``).
-    With ``check_target``, the prover must first elaborate its statement
-    (:func:`check_prover`)."""
+                  pool: VerifierPool) -> Runtime:
+    """Start the engines (each active role on ``weights[role]``) beside the
+    run's verifier ``pool`` (:func:`start_checked_pool`), and record where
+    they run (``<run_dir>/placement.json``).  The runtime owns the pool from
+    here; when an engine cannot start, the engines are shut down and the
+    pool is left to the caller."""
     engines = {}
-    pool = None
     pinned = pinned_gpus(cfg)
     try:
-        pool = start_verifier_pool(cfg, run_dir=run_dir)
-        if check_target is not None:
-            check_prover(pool, check_target)
         # Every role's engines load at once; then wait for all of them.
         for role in active_roles(cfg):
             engines[role] = start_engines(cfg, role, weights[role], gpu_ids=pinned.get(role), wait=False,
@@ -385,7 +397,5 @@ def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint],
     except BaseException:
         for group in engines.values():
             group.shutdown()
-        if pool is not None:
-            pool.shutdown()
         raise
     return Runtime(engines=engines, pool=pool, prompter=Prompter(cfg.prover.language, tokenizer), placement=placement)
