@@ -85,6 +85,10 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("serve", "the prover service (`python -m sgs.serve`) under 8 clients × 48 `/prove` requests: the "
               "engine's calls batched (`serve.max_batch_size=8`) vs one call per generate step", "(batching pays)",
               (_headline("serve_batching"),), quick_args=("--clients", "4", "--requests", "8", "--attempts", "4")),
+    Benchmark("startup", "fixed costs of every run: three roles' engine groups (tiny transformers engines) started one "
+              "after another vs all at once (second figure: a one-worker Ray Train run with the controller polling "
+              "at Ray's 2 s vs SGS's 0.5 s)", "(start-up time saved)",
+              (_headline("startup"), ("learner_poll", "learner_poll: ")), quick_args=("--rounds", "1")),
 )
 
 #: The modules of this folder that are not benchmarks of ``make bench`` (the GPU suite has its own command).

@@ -11,7 +11,7 @@
 #   SGS_NO_APT=1 never call apt-get (print what to install instead)
 #   SGS_INSTALLER  uv (default) or pip. uv installs the same packages as pip
 #                (it is given pip's find-links, indexes, constraints and CA file)
-#                in about 20 s instead of about three minutes; when uv cannot be
+#                in about 90 s instead of about three minutes; when uv cannot be
 #                installed or fails, the set-up says so and uses pip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,7 +81,7 @@ else
     INSTALLER=pip
   fi
   echo "[setup] installing sgs[$EXTRAS] into $VENV with $INSTALLER (first time: $([[ $INSTALLER == uv ]] \
-    && echo 'under a minute' || echo 'a few minutes'))"
+    && echo 'a minute or two' || echo 'a few minutes'))"
   if [[ "$INSTALLER" == uv ]] && ! install_dependencies uv; then
     echo "[setup] uv failed (its messages are above); installing with pip instead (slower)"
     INSTALLER=pip

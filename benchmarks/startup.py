@@ -1,0 +1,113 @@
+"""Start-up benchmark: two fixed costs that every run pays, each measured
+side by side in one process.
+
+    RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/startup.py [--rounds 3] [--roles 3]
+
+* engines: the roles' engine groups (one transformers engine each on the
+  ``tiny`` model of :mod:`shapes`) started one after another, each waited
+  for before the next (how ``python -m sgs`` started them until 2026-11-26),
+  against all started at once and then waited for (what it does now:
+  ``EngineGroup(..., wait=False)`` then ``wait_until_loaded``).  On a GPU
+  node, where a vLLM engine takes about a minute to start, the difference
+  is a minute per role.
+* learner: one-worker Ray Train runs of :func:`sgs.machinery.learner.train`
+  (4 examples) with the controller polling its workers at Ray's default of
+  2 s against SGS's 0.5 s (``RAY_TRAIN_HEALTH_CHECK_INTERVAL_S``).
+
+Rounds alternate the two ways, so that a change of the machine's load
+touches both.  Prints a table and the figures ``learner_poll: <ratio>x``
+(seconds per run at 2 s over 0.5 s) and, last, ``startup: <ratio>x``
+(seconds to start the engines one after another over all at once; medians).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import ray
+from transformers import AutoTokenizer
+
+from sgs.machinery.engines import EngineGroup
+from sgs.machinery.learner import TrainExample, TrainSettings, train
+from shapes import build_model
+
+POLL_VARIABLE = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
+
+
+def start_engines(checkpoint: str, roles: int, at_once: bool) -> float:
+    """Seconds until ``roles`` one-engine groups have all loaded ``checkpoint``."""
+    begin = time.perf_counter()
+    groups = []
+    try:
+        for role in range(roles):
+            groups.append(EngineGroup(f"role{role}", checkpoint, num_cpus=0.5, engine_options={"device": "cpu"},
+                                      wait=not at_once))
+        for group in groups:
+            group.wait_until_loaded()
+        return time.perf_counter() - begin
+    finally:
+        for group in groups:
+            group.shutdown()
+
+
+def train_once(checkpoint: str, examples: list[TrainExample], poll_s: str, output: Path) -> float:
+    """Seconds of one training run with the controller polling every ``poll_s``."""
+    os.environ[POLL_VARIABLE] = poll_s  # read by train() when the run starts
+    begin = time.perf_counter()
+    train(examples, base_checkpoint=checkpoint, objective="ei", settings=TrainSettings(num_workers=1,
+          global_batch_size=len(examples)), output_dir=str(output), run_name=f"startup-bench-{output.name}")
+    return time.perf_counter() - begin
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each way, alternating")
+    parser.add_argument("--roles", type=int, default=3, help="engine groups to start (SGS has three roles)")
+    args = parser.parse_args()
+    if args.rounds < 1 or args.roles < 2:
+        parser.error("--rounds must be at least 1 and --roles at least 2")
+    logging.basicConfig(level=logging.WARNING)
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+    with tempfile.TemporaryDirectory() as scratch:
+        checkpoint = str(build_model("tiny", Path(scratch)))
+        tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+        prompt = tokenizer("Lemma a : True.")["input_ids"]
+        proof = tokenizer(" exact I.", add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        examples = [TrainExample(prompt_ids=prompt, completion_ids=proof, weight=1.0)] * 4
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+        engines = {"one after another": [], "all at once": []}
+        learner = {"2": [], "0.5": []}
+        try:
+            # Warm-up: the first engine and the first run pay one-time costs (imports, file caches).
+            start_engines(checkpoint, 1, at_once=False)
+            train_once(checkpoint, examples, "0.5", Path(scratch) / "warm-up")
+            for round_ in range(args.rounds):
+                for way in engines:
+                    engines[way].append(start_engines(checkpoint, args.roles, at_once=way == "all at once"))
+                for poll in learner:
+                    learner[poll].append(train_once(checkpoint, examples, poll,
+                                                    Path(scratch) / f"run-{round_}-{poll}"))
+        finally:
+            ray.shutdown()
+
+    print(f"\n{args.roles} engine groups of one tiny transformers engine; one-worker Ray Train runs of 4 examples; "
+          f"{args.rounds} rounds")
+    print(f"{'what':<44}{'median s':>10}{'min s':>9}{'max s':>9}")
+    rows = {f"engines, {way}": values for way, values in engines.items()}
+    rows.update({f"training run, controller poll {poll} s": values for poll, values in learner.items()})
+    for label, values in rows.items():
+        print(f"{label:<44}{statistics.median(values):>10.2f}{min(values):>9.2f}{max(values):>9.2f}")
+    print(f"learner_poll: {statistics.median(learner['2']) / statistics.median(learner['0.5']):.2f}x")
+    print(f"startup: {statistics.median(engines['one after another']) / statistics.median(engines['all at once']):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
