@@ -265,7 +265,8 @@ def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequ
                            gpu_ids=pinned_gpus(cfg).get("solver", [])[:1] or None, weight_transfer=False)
     own_pool = pool is None
     try:
-        pool = start_verifier_pool(cfg, name="warmup-verifier") if pool is None else pool
+        if own_pool:
+            pool = start_verifier_pool(cfg, name="warmup-verifier")
         try:
             prompter = Prompter(language, tokenizer)
             k = cfg.method.num_solver_samples
