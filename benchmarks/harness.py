@@ -87,8 +87,10 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               (_headline("serve_batching"),), quick_args=("--clients", "4", "--requests", "8", "--attempts", "4")),
     Benchmark("startup", "fixed costs of every run: three roles' engine groups (tiny transformers engines) started one "
               "after another vs all at once (second figure: a one-worker Ray Train run with the controller polling "
-              "at Ray's 2 s vs SGS's 0.5 s)", "(start-up time saved)",
-              (_headline("startup"), ("learner_poll", "learner_poll: ")), quick_args=("--rounds", "1")),
+              "at Ray's 2 s vs SGS's 0.5 s; third: two models trained in one run each vs both in one run)",
+              "(start-up time saved)",
+              (_headline("startup"), ("learner_poll", "learner_poll: "), ("learner_runs", "learner_runs: ")),
+              quick_args=("--rounds", "1")),
 )
 
 #: The modules of this folder that are not benchmarks of ``make bench`` (the GPU suite has its own command).

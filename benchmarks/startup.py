@@ -1,5 +1,5 @@
-"""Start-up benchmark: two fixed costs that every run pays, each measured
-side by side in one process.
+"""Start-up benchmark: fixed costs that every run pays, each measured side
+by side in one process.
 
     RAY_AUTH_MODE=disabled .venv/bin/python benchmarks/startup.py [--rounds 3] [--roles 3]
 
@@ -13,11 +13,16 @@ side by side in one process.
 * learner: one-worker Ray Train runs of :func:`sgs.machinery.learner.train`
   (4 examples) with the controller polling its workers at Ray's default of
   2 s against SGS's 0.5 s (``RAY_TRAIN_HEALTH_CHECK_INTERVAL_S``).
+* two models (an iteration's Solver and Conjecturer): one Ray Train run
+  each, one after another (how the loop trained them until 2026-11-27),
+  against both in one run (:func:`sgs.machinery.learner.train_models`, what
+  it does now).
 
-Rounds alternate the two ways, so that a change of the machine's load
-touches both.  Prints a table and the figures ``learner_poll: <ratio>x``
-(seconds per run at 2 s over 0.5 s) and, last, ``startup: <ratio>x``
-(seconds to start the engines one after another over all at once; medians).
+Rounds alternate the ways, so that a change of the machine's load touches
+each.  Prints a table and the figures ``learner_poll: <ratio>x`` (seconds
+per run at 2 s over 0.5 s), ``learner_runs: <ratio>x`` (seconds for the two
+models in two runs over one) and, last, ``startup: <ratio>x`` (seconds to
+start the engines one after another over all at once; medians).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import ray
 from transformers import AutoTokenizer
 
 from sgs.machinery.engines import EngineGroup
-from sgs.machinery.learner import TrainExample, TrainSettings, train
+from sgs.machinery.learner import TrainExample, TrainJob, TrainSettings, train, train_models
 from shapes import build_model
 
 POLL_VARIABLE = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
@@ -65,6 +70,20 @@ def train_once(checkpoint: str, examples: list[TrainExample], poll_s: str, outpu
     return time.perf_counter() - begin
 
 
+def train_two(checkpoint: str, examples: list[TrainExample], one_run: bool, output: Path) -> float:
+    """Seconds to train two models on ``examples``: in one run, or in one run each."""
+    settings = TrainSettings(num_workers=1, global_batch_size=len(examples))
+    jobs = [TrainJob(examples, checkpoint, "ei", str(output / role), seed=seed)
+            for seed, role in enumerate(("solver", "conjecturer"))]
+    begin = time.perf_counter()
+    if one_run:
+        train_models(jobs, settings=settings, run_name=f"startup-bench-{output.name}")
+    else:
+        for job in jobs:
+            train_models([job], settings=settings, run_name=f"startup-bench-{output.name}-{Path(job.output_dir).name}")
+    return time.perf_counter() - begin
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each way, alternating")
@@ -85,6 +104,7 @@ def main() -> None:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
         engines = {"one after another": [], "all at once": []}
         learner = {"2": [], "0.5": []}
+        two_models = {"one run each": [], "one run": []}
         try:
             # Warm-up: the first engine and the first run pay one-time costs (imports, file caches).
             start_engines(checkpoint, 1, at_once=False)
@@ -95,6 +115,9 @@ def main() -> None:
                 for poll in learner:
                     learner[poll].append(train_once(checkpoint, examples, poll,
                                                     Path(scratch) / f"run-{round_}-{poll}"))
+                for way in two_models:
+                    two_models[way].append(train_two(checkpoint, examples, way == "one run",
+                                                     Path(scratch) / f"two-{round_}-{way.replace(' ', '-')}"))
         finally:
             ray.shutdown()
 
@@ -103,9 +126,11 @@ def main() -> None:
     print(f"{'what':<44}{'median s':>10}{'min s':>9}{'max s':>9}")
     rows = {f"engines, {way}": values for way, values in engines.items()}
     rows.update({f"training run, controller poll {poll} s": values for poll, values in learner.items()})
+    rows.update({f"two models, {way}": values for way, values in two_models.items()})
     for label, values in rows.items():
         print(f"{label:<44}{statistics.median(values):>10.2f}{min(values):>9.2f}{max(values):>9.2f}")
     print(f"learner_poll: {statistics.median(learner['2']) / statistics.median(learner['0.5']):.2f}x")
+    print(f"learner_runs: {statistics.median(two_models['one run each']) / statistics.median(two_models['one run']):.2f}x")
     print(f"startup: {statistics.median(engines['one after another']) / statistics.median(engines['all at once']):.2f}x")
 
 

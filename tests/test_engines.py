@@ -11,7 +11,7 @@ import ray
 import torch
 from transformers import GenerationConfig, LlamaForCausalLM
 
-from sgs.machinery.engines import EngineGroup, SamplingSettings, build_engine
+from sgs.machinery.engines import EngineGroup, SamplingSettings, build_engine, shares_gpu
 from sgs.machinery.engines.hf import TransformersEngine
 
 PROMPTS = ["Theorem add_0_r : forall n : nat, n + 0 = n.\nProof.", "Lemma t : True."]
@@ -248,3 +248,33 @@ def test_groups_started_without_waiting_load_at_once_and_report_a_failed_load(ra
     finally:
         for group in (solver, guide, broken):
             group.shutdown()
+
+
+@pytest.mark.parametrize("gpu_ids, num_gpus, shared", [
+    (None, 0, False), (None, 1, False), (None, 2, False),  # CPU engines; whole GPUs of their own
+    (None, 0.5, True),                                     # Ray may put two halves on one GPU
+    (["0", "1", "2"], 0, False), (["0", "1", "0"], 0, True),
+])
+def test_engines_share_a_gpu_when_pinned_to_one_id_or_reserving_fractions(gpu_ids, num_gpus, shared):
+    assert shares_gpu(gpu_ids, num_gpus) is shared
+
+
+def test_engines_pinned_to_one_gpu_load_one_after_another(ray_cluster, checkpoint, tmp_path):
+    # Each actor is waited for before the next is created, even with wait=False: a load that fails
+    # raises while the group is built (not later, in wait_until_loaded) and leaves no actor behind.
+    missing = str(tmp_path / "no-such-checkpoint")
+    with pytest.raises(Exception, match="no-such-checkpoint"):
+        EngineGroup("shared", missing, num_engines=2, num_cpus=0.5, gpu_ids=["0", "0"],
+                    engine_options={"device": "cpu"}, wait=False)
+    assert not any(name.startswith("engine-shared-") for name in _named_actors())
+    group = EngineGroup("shared", checkpoint, num_engines=2, num_cpus=0.5, gpu_ids=["0", "0"],
+                        engine_options={"device": "cpu"}, wait=False)
+    try:
+        assert group.policy_version == 0 and len(group.actors) == 2
+    finally:
+        group.shutdown()
+
+
+def _named_actors() -> list[str]:
+    """Names of the live named actors of the test cluster."""
+    return [entry["name"] for entry in ray.util.list_named_actors(all_namespaces=True)]

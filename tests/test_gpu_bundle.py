@@ -150,7 +150,7 @@ def test_the_bundle_is_carried_call_by_call_and_activated_in_the_last(tmp_path):
     root = tmp_path / "machine"
     env = {**os.environ, "SGS_BUNDLE_ROOT": str(root), "PYTHONPATH": ""}
     activate = (f"source {folders[-1]}/activate.sh && coqc && echo PYTHONPATH=$PYTHONPATH "
-                "&& echo SAMPLER=$VLLM_USE_FLASHINFER_SAMPLER")
+                "&& echo SAMPLER=$VLLM_USE_FLASHINFER_SAMPLER && echo FINDLIB=$OCAMLFIND_CONF")
 
     early = subprocess.run(["bash", "-c", activate], env=env, capture_output=True, text=True)
     assert early.returncode == 1 and "not carried yet" in early.stderr
@@ -163,3 +163,6 @@ def test_the_bundle_is_carried_call_by_call_and_activated_in_the_last(tmp_path):
     assert f"PYTHONPATH={root}/vllm:{root}/python" in done.stdout and "SAMPLER=0" in done.stdout
     assert (root / "vllm" / "vllm_probe.py").read_text() == "SIZE = 1\n"
     assert (root / "python" / "bundled_probe.py").exists()
+    # coqtop's plugins are found through findlib, whose configuration the machine may lack
+    assert f"FINDLIB={root}/rocq/ocamlfind.conf" in done.stdout
+    assert f'path="{root}/rocq/lib"' in (root / "rocq" / "ocamlfind.conf").read_text()

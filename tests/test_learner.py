@@ -25,11 +25,13 @@ from sgs.machinery.learner import (
     PROBE_FILE,
     STAGING_DIR,
     TrainExample,
+    TrainJob,
     TorchUpdate,
     TrainSettings,
     plan_steps,
     run_steps,
     train,
+    train_models,
     truncate,
 )
 from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
@@ -395,3 +397,46 @@ def test_deepspeed_optimizer_state_carries_over_to_the_next_run(reference_run, r
         assert old["exp_avg"].abs().max() > 0
         torch.testing.assert_close(new["exp_avg"], old["exp_avg"] * beta1**2, rtol=1e-5, atol=0)
         torch.testing.assert_close(new["exp_avg_sq"], old["exp_avg_sq"] * beta2**2, rtol=1e-5, atol=0)
+
+
+@pytest.mark.slow
+def test_one_run_trains_several_models_each_as_its_own_run_would(reference_run, reference_examples, checkpoint,
+                                                                 tmp_path):
+    """The loop's iteration: two models in one Ray Train run (the workers start once).  The model
+    trained second gets exactly the weights of a run of its own, so nothing of the first (its
+    seed, optimizer, memory) reaches it; a job without examples starts nothing and keeps its base."""
+    examples, max_seq_len = reference_examples
+    settings = reference_settings("ddp", max_seq_len)
+    probe = (examples[0].prompt_ids, examples[0].completion_ids)
+    jobs = [
+        TrainJob(examples, checkpoint, "ei", str(tmp_path / "first"), seed=settings.seed + 1),
+        TrainJob([], checkpoint, "reinforce", str(tmp_path / "idle"), seed=settings.seed),
+        TrainJob(examples, checkpoint, "reinforce", str(tmp_path / "second"), seed=settings.seed, probe=probe),
+    ]
+    first, idle, second = train_models(jobs, settings=settings, run_name=f"test-learner-jobs-{uuid.uuid4().hex[:8]}")
+
+    alone = reference_run("ddp")  # the second job's arguments, in a run of its own
+    assert (idle.checkpoint_dir, idle.metrics.num_steps) == (checkpoint, 0) and not (tmp_path / "idle").exists()
+    assert second.checkpoint_dir == str(tmp_path / "second") and first.checkpoint_dir == str(tmp_path / "first")
+    assert second.metrics == replace(alone.metrics, train_seconds=second.metrics.train_seconds,
+                                     tokens_per_second=second.metrics.tokens_per_second)
+    assert second.probe_logprobs == pytest.approx(alone.probe_logprobs, abs=1e-6) and first.probe_logprobs is None
+    base = AutoModelForCausalLM.from_pretrained(checkpoint).state_dict()
+    weights = {name: AutoModelForCausalLM.from_pretrained(result.checkpoint_dir).state_dict()
+               for name, result in (("first", first), ("second", second), ("alone", alone))}
+    for name in base:
+        torch.testing.assert_close(weights["second"][name], weights["alone"][name], atol=1e-6, rtol=0, msg=name)
+    assert max((weights["first"][k] - base[k]).abs().max() for k in base) > 1e-2
+    assert max((weights["first"][k] - weights["second"][k]).abs().max() for k in base) > 1e-3
+    for result in (first, second):
+        assert {"config.json", "model.safetensors", "tokenizer.json", OPTIMIZER_FILE} <= set(
+            os.listdir(result.checkpoint_dir))
+        assert [rank["rank"] for rank in result.placement] == [0, 1]
+    assert not (tmp_path / "first" / STAGING_DIR).exists()
+
+
+def test_jobs_of_one_run_must_write_to_different_directories(checkpoint, tokenizer, tmp_path):
+    examples = make_examples(tokenizer)[:1]
+    jobs = [TrainJob(examples, checkpoint, "ei", str(tmp_path / "same"), seed=0)] * 2
+    with pytest.raises(ValueError, match="same output_dir"):
+        train_models(jobs, settings=TrainSettings(), run_name="never-started")

@@ -221,7 +221,7 @@ def make_run(run_dir: Path, checkpoint: Path | None, *, best: bool, prover: str 
             target = store.checkpoint_dir("solver", 0)
             target.parent.mkdir(parents=True)
             target.symlink_to(checkpoint, target_is_directory=True)
-            store.mark_done(0, "train_solver")
+            store.mark_done(0, "train")
             if best:
                 store.set_best_checkpoint("solver", 0)
     return run_dir

@@ -107,10 +107,10 @@ def test_gpu_node_rehearsed_on_simulated_gpus(tmp_path, warm_run):  # noqa: F811
     assert {(r["device"], r["backend"], r["strategy"], r["node_id"]) for r in ranks} == {
         ("cpu", "gloo", "deepspeed", node["node_id"])}
 
-    # Asleep for both training phases, awake again for the record phase on the new weights.
+    # Asleep for the training phase, awake again for the record phase on the new weights.
     log = read_jsonl(run_dir / ENGINE_SLEEP_FILE)
     assert [(line["event"], line["iteration"], line["phase"]) for line in log] == [
-        ("sleep", 0, "train_solver"), ("wake", 0, "record")]
+        ("sleep", 0, "train"), ("wake", 0, "record")]
     asleep, awake = log
     assert all(e["asleep"] and e["policy_version"] == 0 for group in asleep["engines"].values() for e in group)
     assert not any(e["asleep"] for group in awake["engines"].values() for e in group)

@@ -18,7 +18,8 @@ machine (each call carries at most 64 MiB with the repository).  Each
 folder gets ``stash.sh`` (keeps its pieces in ``$SGS_BUNDLE_ROOT/carried``, default
 ``/tmp/sgs-bundle``) and ``activate.sh`` (to source in the last call: stashes, names the pieces still
 missing or joins and unpacks ``rocq``, ``python`` and ``vllm`` once and sets PATH, COQLIB, COQCORELIB,
-OCAMLPATH, PYTHONPATH and, with vLLM, VLLM_USE_FLASHINFER_SAMPLER=0).
+OCAMLPATH, OCAMLFIND_CONF (a findlib configuration naming the bundle's plugins), PYTHONPATH and, with
+vLLM, VLLM_USE_FLASHINFER_SAMPLER=0).
 """
 
 from __future__ import annotations
@@ -200,6 +201,10 @@ for part in rocq python vllm; do
 done
 export PATH="$ROOT/rocq/bin:$PATH" COQLIB="$ROOT/rocq/lib/coq" COQCORELIB="$ROOT/rocq/lib/coq-core"
 export OCAMLPATH="$ROOT/rocq/lib" PYTHONPATH="$ROOT/python${{PYTHONPATH:+:$PYTHONPATH}}"
+# coqtop finds its plugins (lia's among them) through findlib, which stops with an anomaly when
+# /etc/ocamlfind.conf is missing, as on a machine without OCaml (seen on an H100, 2026-11-26)
+printf 'path="%s"\ndestdir="%s"\n' "$ROOT/rocq/lib" "$ROOT/rocq/lib" > "$ROOT/rocq/ocamlfind.conf"
+export OCAMLFIND_CONF="$ROOT/rocq/ocamlfind.conf"
 if [[ -d "$ROOT/vllm" ]]; then
   # FlashInfer is not carried; vLLM 0.25's sampler imports it unless told not to (seen on an H100, 2026-11-26)
   export PYTHONPATH="$ROOT/vllm:$PYTHONPATH" VLLM_USE_FLASHINFER_SAMPLER=0

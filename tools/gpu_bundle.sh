@@ -32,7 +32,8 @@
 # stash.sh keeps its folder's pieces in /tmp/sgs-bundle/carried (the machine
 # stays warm for 30 s between calls); activate.sh stashes too, joins the parts,
 # unpacks once under /tmp/sgs-bundle and sets PATH, COQLIB, COQCORELIB,
-# OCAMLPATH and PYTHONPATH, or names the pieces still missing.
+# OCAMLPATH, OCAMLFIND_CONF (findlib's configuration, naming the bundle's plugins) and
+# PYTHONPATH, or names the pieces still missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export XZ_OPT="${XZ_OPT:--9 -T0}"

@@ -394,8 +394,10 @@ class ResourcesConfig:
     gpus_per_engine: float = 0.0
     #: Share of its GPU's memory each vLLM engine may take (weights, activations,
     #: KV cache: vLLM's ``gpu_memory_utilization``); null: vLLM's 0.9, for one
-    #: engine per GPU.  Engines that share a GPU (``gpus_per_engine`` < 1)
-    #: need shares that leave room for each other and for the learner.
+    #: engine per GPU.  Engines that share a GPU (``gpus_per_engine`` < 1, or
+    #: more colocated engines than GPUs) need shares that leave room for each
+    #: other and for the learner; they start one after another, since each
+    #: sizes its KV cache from the memory free while it starts.
     engine_gpu_memory_fraction: float | None = None
     #: Verifier actors in the pool, each driving one prover process.
     verifier_workers: int = 2
@@ -407,7 +409,7 @@ class ResourcesConfig:
     cpus_per_learner_worker: float = 1.0
     #: GPUs per learner worker; 0 trains on CPU (DDP with gloo).
     gpus_per_learner_worker: float = 0.0
-    #: Engines release accelerator memory during the training phases and take
+    #: Engines release accelerator memory during the training phase and take
     #: the new weights when they wake (vLLM sleep mode); null: when they share
     #: the learner's GPUs (``colocate_engines_with_learner``).
     sleep_engines_during_training: bool | None = None

@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from lean_env.verdict import ProofTask, Status, Verdict
 from sgs.config import SGSConfig
-from sgs.loop.weights import EngineWeights
+from sgs.loop.weights import TRAINING_PHASE, EngineWeights
 from sgs.machinery.engines import Sample, SamplingSettings
 from sgs.machinery.models import default_cache_dir
 from sgs.machinery.monitor import LiveMonitor
@@ -28,11 +28,9 @@ from sgs.state.store import Store
 
 log = logging.getLogger(__name__)
 
-PHASES = ("conjecture", "prove", "review", "train_solver", "train_conjecturer", "record")
+PHASES = ("conjecture", "prove", "review", TRAINING_PHASE, "record")
 #: The phases that write records (the others only commit a marker).
 RECORD_PHASES = frozenset({"conjecture", "prove", "review"})
-#: Which role each training phase updates.
-TRAINING_PHASES = {"train_solver": "solver", "train_conjecturer": "conjecturer"}
 
 # Why a Conjecturer sample was dropped after its statement was extracted
 # (before that, the reason is the extractor's sgs.method.roles.Failure value).

@@ -11,8 +11,8 @@ phase                   what it does
                         reviews early (:mod:`sgs.loop.prove`)
 ``review``              solve rates, the p70 selection, Guide reviews,
                         Conjecturer rewards and weights (:mod:`sgs.loop.review`)
-``train_solver``        one learner run for the Solver (:mod:`sgs.loop.train`)
-``train_conjecturer``   the same for the Conjecturer
+``train``               one learner run training the Solver and the
+                        Conjecturer (:mod:`sgs.loop.train`)
 ``record``              the metrics line (:mod:`sgs.loop.record`)
 ======================  ======================================================
 
@@ -46,20 +46,19 @@ from collections.abc import Callable, Mapping
 from sgs.analysis import metrics as M
 from sgs.config import SGSConfig
 from sgs.loop.conjecture import conjecture
-from sgs.loop.context import PHASES, RECORD_PHASES, TRAINING_PHASES, RunContext
+from sgs.loop.context import PHASES, RECORD_PHASES, RunContext
 from sgs.loop.prove import prove
 from sgs.loop.record import record
 from sgs.loop.review import review
-from sgs.loop.train import train_conjecturer, train_solver
-from sgs.loop.weights import EngineWeights
+from sgs.loop.train import train_policies
+from sgs.loop.weights import TRAINED_ROLES, TRAINING_PHASE, EngineWeights
 from sgs.machinery.monitor import LiveMonitor
 from sgs.machinery.runtime import Checkpoint, Runtime
 from sgs.state.benchmarks import Benchmark
 from sgs.state.store import Store
 
 #: The phases that write records take the phase's log; the others only the iteration.
-PHASE_STEPS = {"conjecture": conjecture, "prove": prove, "review": review,
-               "train_solver": train_solver, "train_conjecturer": train_conjecturer}
+PHASE_STEPS = {"conjecture": conjecture, "prove": prove, "review": review, TRAINING_PHASE: train_policies}
 
 
 class Loop:
@@ -113,7 +112,7 @@ class Loop:
         start = time.perf_counter()
         ctx.tokens = ctx.verifications = 0
         self.monitor.phase_started(iteration, phase, ctx.weights.versions())
-        if phase in TRAINING_PHASES:
+        if phase == TRAINING_PHASE:
             ctx.weights.sleep(iteration, phase)
         else:
             ctx.weights.wake(iteration, phase)
@@ -131,9 +130,10 @@ class Loop:
         self.store.mark_done(iteration, phase)
         # Committed: the phase's records now hold everything its cached samples gave.
         self.store.sample_cache_path(iteration, phase).unlink(missing_ok=True)
-        if phase in TRAINING_PHASES:
+        if phase == TRAINING_PHASE:
             # Only now: until the phase is done, an older checkpoint is the one a resume loads.
-            self.store.prune_checkpoints(TRAINING_PHASES[phase], self.cfg.training.keep_checkpoints)
+            for role in TRAINED_ROLES:
+                self.store.prune_checkpoints(role, self.cfg.training.keep_checkpoints)
 
     def _fault_counts(self) -> dict[str, int]:
         """Actors lost, work redone and driver resumes over the whole run so far

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from sgs.analysis import metrics as M
 from sgs.analysis.evaluation import SUMMARY_FILE, evaluate_problems, format_table, read_json
-from sgs.loop.context import MATCHES_BENCHMARK, TRAINING_PHASES, RunContext, derived_seed
-from sgs.loop.weights import TRAIN_METRICS_FILE
+from sgs.loop.context import MATCHES_BENCHMARK, RunContext, derived_seed
+from sgs.loop.weights import TRAIN_METRICS_FILE, TRAINED_ROLES, TRAINING_PHASE
 from sgs.machinery.runtime import sampling_settings
 from sgs.method.roles import canonical_form
 from sgs.state.records import Conjecture
@@ -70,7 +70,7 @@ def record(ctx: RunContext, iteration: int, phases: dict[str, M.PhaseStats], fau
 def training_numbers(ctx: RunContext, iteration: int) -> dict[str, dict]:
     """The learner's numbers of this iteration's checkpoints, per role."""
     numbers = {}
-    for role in TRAINING_PHASES.values():
+    for role in TRAINED_ROLES:
         path = ctx.store.checkpoint_dir(role, iteration) / TRAIN_METRICS_FILE
         if path.is_file():
             numbers[role] = json.loads(path.read_text())
@@ -117,6 +117,6 @@ def benchmark_matches(ctx: RunContext, conjectures: Sequence[Conjecture]) -> int
 def flag_best_checkpoints(ctx: RunContext, iteration: int) -> None:
     """The weights after ``iteration`` set the best cumulative solve rate so
     far: keep them (pruning spares the best) under ``checkpoints/<role>/best``."""
-    for phase, role in TRAINING_PHASES.items():
-        if ctx.store.phase_done(iteration, phase) and ctx.store.checkpoint_dir(role, iteration).is_dir():
+    for role in TRAINED_ROLES:
+        if ctx.store.phase_done(iteration, TRAINING_PHASE) and ctx.store.checkpoint_dir(role, iteration).is_dir():
             ctx.store.set_best_checkpoint(role, iteration)

@@ -1,20 +1,21 @@
-"""The two training phases: the Solver on its objective's selection of this
+"""The training phase: the Solver on its objective's selection of this
 iteration's attempts (or, for expert iteration, the stored proofs of the last
-iterations), the Conjecturer on its weighted conjectures; each one learner run
-from the role's current weights, whose engines then serve the result
+iterations), the Conjecturer on its weighted conjectures; each from the role's
+current weights, both in one learner run (its workers start once per
+iteration); the roles' engines then serve the results
 (:class:`sgs.loop.weights.EngineWeights`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 from lean_env.verdict import Status
 from sgs.analysis import metrics as M
 from sgs.loop.context import RunContext
 from sgs.loop.weights import TRAIN_METRICS_FILE
-from sgs.machinery.learner import TrainExample, train
+from sgs.machinery.learner import TrainExample, TrainJob, train_models
 from sgs.machinery.runtime import train_settings
 from sgs.method import objectives
 from sgs.state.records import Attempt, Completion, ConjectureScore, prompt_digest
@@ -48,7 +49,14 @@ def in_conjecturer_batch(score: ConjectureScore, rule: str) -> bool:
     return score.kept or rule == "paper"
 
 
-def train_solver(ctx: RunContext, iteration: int) -> None:
+def train_policies(ctx: RunContext, iteration: int) -> None:
+    """Train the Solver and the Conjecturer on this iteration's examples (either may have none)."""
+    examples = {"solver": (solver_examples(ctx, iteration), ctx.cfg.method.solver_objective),
+                "conjecturer": (conjecturer_examples(ctx, iteration), "conjecturer")}
+    learn(ctx, iteration, {role: job for role, job in examples.items() if job[0]})
+
+
+def solver_examples(ctx: RunContext, iteration: int) -> list[TrainExample]:
     objective = ctx.cfg.method.solver_objective
     if objective == "ei":
         chosen = expert_iteration_samples(ctx, iteration)
@@ -72,7 +80,7 @@ def train_solver(ctx: RunContext, iteration: int) -> None:
             old_logprobs=attempt.completion.logprobs if objective == "cispo" else None,
             group_id=attempt.problem_id,
         ))
-    learn(ctx, iteration, "solver", examples, objective)
+    return examples
 
 
 def expert_iteration_samples(ctx: RunContext, iteration: int) -> list[tuple[Attempt, float]]:
@@ -86,10 +94,10 @@ def expert_iteration_samples(ctx: RunContext, iteration: int) -> list[tuple[Atte
     return [(attempts[stored[s.index].attempt_id], s.weight) for s in samples]
 
 
-def train_conjecturer(ctx: RunContext, iteration: int) -> None:
+def conjecturer_examples(ctx: RunContext, iteration: int) -> list[TrainExample]:
     method = ctx.cfg.method
     if not method.train_conjecturer:
-        return
+        return []
     conjectures = {c.id: c for c in ctx.store.conjectures(iteration)}
     conditioned = method.conjecturer_prompt == "target_conditioned"
     examples = []
@@ -102,8 +110,8 @@ def train_conjecturer(ctx: RunContext, iteration: int) -> None:
         examples.append(TrainExample(prompt_ids=ctx.rt.prompter.token_ids(prompt),
                                      completion_ids=conjecture.completion.token_ids, weight=score.weight))
     if not any(e.weight != 0.0 for e in examples):
-        examples = []  # nothing earned a reward: no gradient to take
-    learn(ctx, iteration, "conjecturer", examples, "conjecturer")
+        return []  # nothing earned a reward: no gradient to take
+    return examples
 
 
 def checked_prompt(prompt: str, completion: Completion) -> str:
@@ -115,18 +123,23 @@ def checked_prompt(prompt: str, completion: Completion) -> str:
     return prompt
 
 
-def learn(ctx: RunContext, iteration: int, role: str, examples: list[TrainExample], objective: str) -> None:
-    """One learner run from the role's current weights; the role's engines then serve the result."""
-    if not examples:
+def learn(ctx: RunContext, iteration: int, jobs: dict[str, tuple[list[TrainExample], str]]) -> None:
+    """One learner run training each role of ``jobs`` (its examples and objective) from its
+    current weights; the roles' engines then serve the results."""
+    if not jobs:
         return
-    output = ctx.store.checkpoint_dir(role, iteration)
-    settings = replace(train_settings(ctx.cfg), seed=ctx.seed(iteration, f"train_{role}"))
-    target = ctx.weights.transfer_target(role, iteration + 1)
-    result = train(examples, base_checkpoint=ctx.weights.current[role].path, objective=objective,
-                   settings=settings, output_dir=str(output), run_name=f"{ctx.run_name}-{role}-{iteration:04d}",
-                   probe=ctx.weights.probe_sequence, weight_target=target)
-    numbers = {**asdict(result.metrics), "weights_sent_directly": float(result.weights_sent),
-               "weight_transfer_seconds": result.weight_transfer_seconds}
-    (output / TRAIN_METRICS_FILE).write_text(json.dumps(numbers))
-    ctx.rt.placement.learner(role, iteration, result.placement)
-    ctx.weights.trained(role, result, iteration + 1, target)
+    settings = train_settings(ctx.cfg)
+    targets = {role: ctx.weights.transfer_target(role, iteration + 1) for role in jobs}
+    results = train_models([
+        TrainJob(examples, base_checkpoint=ctx.weights.current[role].path, objective=objective,
+                 output_dir=str(ctx.store.checkpoint_dir(role, iteration)),
+                 seed=ctx.seed(iteration, f"train_{role}"), probe=ctx.weights.probe_sequence,
+                 weight_target=targets[role])
+        for role, (examples, objective) in jobs.items()
+    ], settings=settings, run_name=f"{ctx.run_name}-train-{iteration:04d}")
+    for role, result in zip(jobs, results):
+        numbers = {**asdict(result.metrics), "weights_sent_directly": float(result.weights_sent),
+                   "weight_transfer_seconds": result.weight_transfer_seconds}
+        (ctx.store.checkpoint_dir(role, iteration) / TRAIN_METRICS_FILE).write_text(json.dumps(numbers))
+        ctx.rt.placement.learner(role, iteration, result.placement)
+        ctx.weights.trained(role, result, iteration + 1, targets[role])

@@ -3,7 +3,7 @@ on, the engines' sleep around training, and how newly trained weights reach
 them (a reload, the learner's direct transfer, or fresh engines when that
 failed), checked on a fixed probe sequence.
 
-During the training phases the engines may sleep (vLLM sleep mode:
+During the training phase the engines may sleep (vLLM sleep mode:
 ``resources.sleep_engines_during_training``); each new checkpoint reaches its
 role's running engines when they wake (or at once), or the learner sends the
 weights into them directly (``resources.weight_transfer``), and the probe's
@@ -31,13 +31,15 @@ log = logging.getLogger(__name__)
 
 #: The learner's numbers, saved beside the checkpoint they describe.
 TRAIN_METRICS_FILE = "sgs_train_metrics.json"
-#: Which training phase writes each role's checkpoints.
-TRAINING_PHASE_OF = {"solver": "train_solver", "conjecturer": "train_conjecturer"}
+#: The phase that trains the roles' weights (a role's checkpoint counts once it is done), and the
+#: roles it trains, in this order, in one learner run.
+TRAINING_PHASE = "train"
+TRAINED_ROLES = ("solver", "conjecturer")
 
 
 def current_weights(store: Store, role: str, base: str) -> Checkpoint:
     """The newest checkpoint of ``role`` whose training phase is done, else ``base`` (version 0)."""
-    done = [i for i in store.checkpoint_iterations(role) if store.phase_done(i, TRAINING_PHASE_OF[role])]
+    done = [i for i in store.checkpoint_iterations(role) if store.phase_done(i, TRAINING_PHASE)]
     if not done:
         return Checkpoint(base, 0)
     return Checkpoint(str(store.checkpoint_dir(role, done[-1])), done[-1] + 1)

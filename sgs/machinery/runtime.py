@@ -40,7 +40,7 @@ from sgs.config import (
     warmstart_enabled,
     weight_transfer_backend,
 )
-from sgs.machinery.engines import EngineGroup, SamplingSettings
+from sgs.machinery.engines import EngineGroup, SamplingSettings, shares_gpu
 from sgs.machinery.learner import TrainSettings
 from sgs.machinery.models import ModelPaths, resolve_model_paths
 from sgs.machinery.placement import PlacementRecord
@@ -385,10 +385,12 @@ def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint],
     pool is left to the caller."""
     engines = {}
     pinned = pinned_gpus(cfg)
+    # Every role's engines load at once, then all are waited for; unless engines share a GPU,
+    # where each must load alone to size its memory right (see shares_gpu).
+    one_at_a_time = shares_gpu([gpu for ids in pinned.values() for gpu in ids], cfg.resources.gpus_per_engine)
     try:
-        # Every role's engines load at once; then wait for all of them.
         for role in active_roles(cfg):
-            engines[role] = start_engines(cfg, role, weights[role], gpu_ids=pinned.get(role), wait=False,
+            engines[role] = start_engines(cfg, role, weights[role], gpu_ids=pinned.get(role), wait=one_at_a_time,
                                           num_engines=getattr(cfg.resources, f"{role}_engines"))
         for group in engines.values():
             group.wait_until_loaded()

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sgs import sft
 from sgs.config import SGSConfig, missing_model_directory, warmstart_enabled
-from sgs.loop.weights import TRAINING_PHASE_OF
+from sgs.loop.weights import TRAINING_PHASE
 from sgs.machinery.runtime import model_paths
 from sgs.state.files import StoreError
 from sgs.state.run_reader import RunReader, is_created_run
@@ -86,7 +86,7 @@ def _run_weights(cfg: SGSConfig, run_dir: Path) -> ServedWeights:
     if best is not None and reader.checkpoint_dir(ROLE, best).is_dir():
         iteration, which = best, "best"
     else:
-        finished = [i for i in reader.checkpoint_iterations(ROLE) if (i, TRAINING_PHASE_OF[ROLE]) in done]
+        finished = [i for i in reader.checkpoint_iterations(ROLE) if (i, TRAINING_PHASE) in done]
         if not finished:
             raise WeightsError(f"the run {run_dir} has no finished Solver checkpoint yet "
                                f"(checkpoints/{ROLE}/ holds none whose training phase is done)")

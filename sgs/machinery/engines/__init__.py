@@ -7,7 +7,7 @@ Neither is imported here, so importing this package needs no vLLM.
 
 from sgs.machinery.engines.actor import BACKENDS, EngineActor, build_engine
 from sgs.machinery.engines.base import GenerationEngine, Sample, SamplingSettings
-from sgs.machinery.engines.group import EngineFailure, EngineGroup, EngineGroupStats
+from sgs.machinery.engines.group import EngineFailure, EngineGroup, EngineGroupStats, shares_gpu
 
 __all__ = [
     "BACKENDS",
@@ -19,4 +19,5 @@ __all__ = [
     "Sample",
     "SamplingSettings",
     "build_engine",
+    "shares_gpu",
 ]

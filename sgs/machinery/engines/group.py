@@ -51,6 +51,18 @@ from sgs.machinery.engines.weight_transfer import WeightTarget
 log = logging.getLogger(__name__)
 
 
+def shares_gpu(gpu_ids: list[str] | None, num_gpus: float) -> bool:
+    """Whether two engines of one group may land on one GPU: pinned to the same
+    id, or each reserving a fraction of a GPU from Ray.  Such engines must
+    not load at the same time: vLLM sizes its KV cache from the GPU's free
+    memory during its start, and counts what another engine allocates
+    meanwhile as its own overhead (vllm-project/vllm#55827; on an H100 on
+    2026-11-26, of three engines started at once at 0.2 of the GPU each, one
+    got 15.5 GiB of KV cache and the other two 0.67-0.75 GiB)."""
+    pinned_twice = gpu_ids is not None and len(set(gpu_ids)) < len(gpu_ids)
+    return pinned_twice or 0 < num_gpus < 1
+
+
 class EngineFailure(RuntimeError):
     """A chunk lost its actor more often than the group's ``max_chunk_retries`` allows."""
 
@@ -151,7 +163,8 @@ class EngineGroup:
                 start-up errors surface here.  With ``False`` the caller
                 calls :meth:`wait_until_loaded` before using the group, which
                 lets several groups load at once (a vLLM engine takes about a
-                minute to start on a GPU).
+                minute to start on a GPU).  Actors that may share a GPU
+                (:func:`shares_gpu`) load one after another in any case.
         """
         if num_engines < 1:
             raise ValueError(f"num_engines must be at least 1, got {num_engines!r}")
@@ -200,9 +213,12 @@ class EngineGroup:
                 f"the cluster has {ray.cluster_resources()} in total, {ray.available_resources()} free"
             )
         try:
-            self._engines = [_Engine(self._start_actor(index)) for index in range(num_engines)]
-            # The first call returns once the constructor ran, so loading errors surface there.
-            self._loaded = [engine.handle.policy_version.remote() for engine in self._engines]
+            for index in range(num_engines):
+                self._engines.append(_Engine(self._start_actor(index)))
+                # The first call returns once the constructor ran, so loading errors surface there.
+                self._loaded.append(self._engines[-1].handle.policy_version.remote())
+                if shares_gpu(gpu_ids, num_gpus):
+                    ray.get(self._loaded[-1])
         except Exception:
             self.shutdown()
             raise

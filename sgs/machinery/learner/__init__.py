@@ -1,6 +1,8 @@
-"""Training one role's weights through Ray Train: one run per role per iteration.
+"""Training the roles' weights through Ray Train: one run per iteration.
 
-The driver calls :func:`train` with the examples the objective selected.  The
+The driver calls :func:`train` with the examples the objective selected, or
+:func:`train_models` with several models' (the loop's Solver and
+Conjecturer), which one run trains one after another.  The
 modules, in the order a run goes through them:
 
 1. :mod:`~sgs.machinery.learner.settings`: the examples, the settings, the
@@ -17,8 +19,9 @@ modules, in the order a run goes through them:
 5. :mod:`~sgs.machinery.learner.worker` (Ray plumbing): what each rank runs:
    load, wrap, step, report metrics and a checkpoint, optionally send the
    weights to running vLLM engines.
-6. :mod:`~sgs.machinery.learner.driver`: :func:`train` runs the TorchTrainer
-   and leaves a Hugging Face checkpoint directory in ``output_dir``.
+6. :mod:`~sgs.machinery.learner.driver`: :func:`train` and :func:`train_models`
+   run the TorchTrainer and leave a Hugging Face checkpoint directory in each
+   ``output_dir``.
 
 The optimizer is recreated every run (the reference behaviour); with
 ``optimizer_state="persist"`` its state is saved next to the weights and
@@ -28,7 +31,7 @@ must have as many workers: one ZeRO-2 shard per rank).
 The names other modules use are exported here.
 """
 
-from sgs.machinery.learner.driver import train
+from sgs.machinery.learner.driver import TrainJob, train, train_models
 from sgs.machinery.learner.plan import PlannedSequence, WorkerStep, plan_steps, truncate, validate_examples
 from sgs.machinery.learner.settings import (
     DEEPSPEED_DIR,
@@ -49,7 +52,7 @@ from sgs.machinery.learner.strategy import DeepSpeedUpdate, TorchUpdate, make_op
 
 __all__ = [
     "DEEPSPEED_DIR", "DEEPSPEED_TAG", "OBJECTIVES", "OPTIMIZER_FILE", "PROBE_FILE", "STAGING_DIR", "STRATEGIES",
-    "DeepSpeedUpdate", "Objective", "PlannedSequence", "TorchUpdate", "TrainExample", "TrainMetrics",
+    "DeepSpeedUpdate", "Objective", "PlannedSequence", "TorchUpdate", "TrainExample", "TrainJob", "TrainMetrics",
     "TrainResult", "TrainSettings", "WorkerStep", "make_optimizer", "micro_batch_loss", "plan_steps",
-    "probe_logprobs", "run_steps", "train", "truncate", "validate_examples",
+    "probe_logprobs", "run_steps", "train", "train_models", "truncate", "validate_examples",
 ]

@@ -1,4 +1,5 @@
-"""The per-rank function Ray Train runs (:func:`train_worker`): load the base
+"""The per-rank function Ray Train runs (:func:`train_worker`), for each job
+of the run (:func:`~sgs.machinery.learner.driver.train_models`): load the base
 checkpoint, wrap it for the strategy (:mod:`sgs.machinery.learner.strategy`),
 run this rank's share of the plan (:mod:`sgs.machinery.learner.steps`),
 report metrics and, from rank 0, a Hugging Face checkpoint; rank 0 may also
@@ -12,6 +13,7 @@ weights: ``optimizer.pt`` for DDP, and for DeepSpeed an engine checkpoint in
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -47,7 +49,17 @@ def _rank_placement(settings: TrainSettings, device: torch.device) -> dict[str, 
 
 
 def train_worker(config: dict[str, Any]) -> None:
-    """The per-rank training function Ray Train runs."""
+    """The per-rank training function Ray Train runs: each job of the run in turn."""
+    for job in config["jobs"]:
+        _train_job(job)
+        # The next model needs the memory this one held (its optimizer state above all).
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def _train_job(config: dict[str, Any]) -> None:
+    """Train one job's model and report its metrics and checkpoint."""
     context = ray.train.get_context()
     rank = context.get_world_rank()
     settings = TrainSettings(**config["settings"])
@@ -84,6 +96,7 @@ def train_worker(config: dict[str, Any]) -> None:
     totals = run_steps(trained, update, steps, config["objective"], settings)
     seconds = time.perf_counter() - start
     metrics: dict[str, Any] = {
+        "job": config["job"],
         "loss": totals["loss_sum"] / max(len(steps), 1),
         "grad_norm": totals["grad_norm_sum"] / max(len(steps), 1),
         "num_tokens": totals["num_tokens"],
@@ -115,7 +128,9 @@ def train_worker(config: dict[str, Any]) -> None:
         # Every rank reports (it is a barrier); Ray merges the ranks' files into one
         # checkpoint directory and keeps rank 0's metrics.
         checkpoint = Checkpoint.from_directory(directory) if wrote else None
-        ray.train.report(metrics, checkpoint=checkpoint, checkpoint_dir_name="model")
+        ray.train.report(metrics, checkpoint=checkpoint, checkpoint_dir_name=f"model-{config['job']}")
+    if settings.resolved_strategy == "deepspeed":
+        engine.destroy()
 
 
 def _send_to_engines(model: torch.nn.Module, target: WeightTarget) -> dict[str, Any]:
