@@ -44,7 +44,7 @@ from sgs.loop import PHASES, Loop, current_weights, derived_seed
 from sgs.analysis.metrics import MetricsSink
 from sgs.machinery.runtime import (DASHBOARD_TOKEN_HINT, Checkpoint, ProverUnavailable, build_runtime, model_paths,
                                    sampling_settings, start_checked_pool, start_ray)
-from sgs.state.store import Store
+from sgs.state.store import Store, StoreError
 from sgs.state.records import Target
 from sgs.state.targets import TargetError, read_targets
 
@@ -92,6 +92,11 @@ def main(raw: DictConfig) -> None:
         # Nothing was sampled yet; the run directory resumes once the prover works.
         print(f"this machine cannot run the config: {error}", file=sys.stderr)
         sys.exit(EXIT_REQUIREMENTS)
+    except StoreError as error:
+        # The run directory cannot be created or resumed as asked (another run's config or
+        # targets, another version's phases, damaged records); it is left as it was.
+        print(f"run_dir: {error}", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
 
 
 def run_benchmark(cfg: SGSConfig) -> Benchmark | None:

@@ -259,7 +259,7 @@ def test_engines_share_a_gpu_when_pinned_to_one_id_or_reserving_fractions(gpu_id
     assert shares_gpu(gpu_ids, num_gpus) is shared
 
 
-def test_engines_pinned_to_one_gpu_load_one_after_another(ray_cluster, checkpoint, tmp_path):
+def test_engines_pinned_to_one_gpu_load_one_after_another(ray_cluster, tmp_path):
     # Each actor is waited for before the next is created, even with wait=False: a load that fails
     # raises while the group is built (not later, in wait_until_loaded) and leaves no actor behind.
     missing = str(tmp_path / "no-such-checkpoint")
@@ -267,12 +267,6 @@ def test_engines_pinned_to_one_gpu_load_one_after_another(ray_cluster, checkpoin
         EngineGroup("shared", missing, num_engines=2, num_cpus=0.5, gpu_ids=["0", "0"],
                     engine_options={"device": "cpu"}, wait=False)
     assert not any(name.startswith("engine-shared-") for name in _named_actors())
-    group = EngineGroup("shared", checkpoint, num_engines=2, num_cpus=0.5, gpu_ids=["0", "0"],
-                        engine_options={"device": "cpu"}, wait=False)
-    try:
-        assert group.policy_version == 0 and len(group.actors) == 2
-    finally:
-        group.shutdown()
 
 
 def _named_actors() -> list[str]:

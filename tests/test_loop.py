@@ -309,6 +309,29 @@ def test_missing_requirements_exit_3_before_ray_starts(tmp_path):
     assert "Started a local Ray instance" not in proc.stderr + proc.stdout
 
 
+def test_a_run_directory_with_other_phases_exits_2_before_ray_starts(tmp_path):
+    # A run directory of SGS before 2026-11-27, which trained each role in a phase of its own:
+    # this version cannot resume it, and says so before it starts anything.
+    from dataclasses import asdict
+
+    from hydra import compose, initialize_config_dir
+
+    from sgs.__main__ import read_run_targets
+    from sgs.config import CONFIG_DIR, CONFIG_NAME, validate
+
+    run_dir = tmp_path / "run"
+    overrides = ["iterations=1", "logging.wandb_mode=disabled", f"run_dir={run_dir}"]
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        cfg = validate(compose(config_name=CONFIG_NAME, overrides=overrides))
+    with Store.open(run_dir, read_run_targets(cfg), asdict(cfg)) as store:
+        for phase in ("conjecture", "prove", "review", "train_solver"):
+            store.mark_done(0, phase)
+    proc = _sgs(*overrides)
+    assert proc.returncode == 2, proc.stderr
+    assert "run_dir: " in proc.stderr and "finished phases ['train_solver'] that are not in this version" in proc.stderr
+    assert "Traceback" not in proc.stderr and "Started a local Ray instance" not in proc.stderr + proc.stdout
+
+
 @pytest.mark.slow
 def test_a_prover_that_cannot_check_stops_the_run_before_anything_is_sampled(tmp_path):
     # A coqtop that answers its version but cannot load its standard library: what a

@@ -206,6 +206,10 @@ def test_resume_point_moves_to_the_next_iteration_and_detects_holes(run_dir):
         assert store.resume_point(PHASES) == (1, "prove")
         with pytest.raises(StoreError, match="iteration 0 never finished phase 'eval'"):
             store.resume_point(PHASES + ["eval"])
+        # A run directory written with other phases (SGS before 2026-11-27 trained each role in a phase
+        # of its own) is refused, also when its one iteration would look unfinished.
+        with pytest.raises(StoreError, match=r"finished phases \['train_conjecturer', 'train_solver'\] that are not"):
+            store.resume_point([p for p in PHASES if not p.startswith("train_")] + ["train"])
 
 
 # The child appends attempts through a real PhaseLog; its last write puts half

@@ -51,9 +51,9 @@ def in_conjecturer_batch(score: ConjectureScore, rule: str) -> bool:
 
 def train_policies(ctx: RunContext, iteration: int) -> None:
     """Train the Solver and the Conjecturer on this iteration's examples (either may have none)."""
-    examples = {"solver": (solver_examples(ctx, iteration), ctx.cfg.method.solver_objective),
-                "conjecturer": (conjecturer_examples(ctx, iteration), "conjecturer")}
-    learn(ctx, iteration, {role: job for role, job in examples.items() if job[0]})
+    jobs = {"solver": (solver_examples(ctx, iteration), ctx.cfg.method.solver_objective),
+            "conjecturer": (conjecturer_examples(ctx, iteration), "conjecturer")}
+    learn(ctx, iteration, {role: (examples, objective) for role, (examples, objective) in jobs.items() if examples})
 
 
 def solver_examples(ctx: RunContext, iteration: int) -> list[TrainExample]:

@@ -300,9 +300,15 @@ class Store:
         """Where the loop continues: the first unfinished phase of the latest
         iteration that has any finished phase, else the first phase of the
         next iteration; ``(0, phases[0])`` for a new run.  Earlier iterations
-        must be complete: a hole means the phase list changed, and raises."""
+        must be complete: a hole means the phase list changed, and raises, as
+        does a finished phase that is not in ``phases`` (a run directory of a
+        version of SGS with other phases)."""
         if not phases:
             raise ValueError("phases must not be empty")
+        unknown = sorted({phase for _, phase in self._done} - set(phases))
+        if unknown:
+            raise StoreError(f"{self.run_dir} has finished phases {unknown} that are not in this version's phase "
+                             f"list {list(phases)}; was it written by another version of SGS?")
         last = self._latest_iteration()
         if last is None:
             return 0, phases[0]

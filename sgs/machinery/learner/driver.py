@@ -80,8 +80,8 @@ def train(
         settings: optimisation and scaling settings.
         output_dir: where the new checkpoint goes; owned by this call (files of the same
             name are replaced).  Must differ from base_checkpoint.
-        run_name: the Ray Train run's name, shown in the dashboard; unique per role and
-            iteration by convention.
+        run_name: the Ray Train run's name, shown in the dashboard; unique per run by
+            convention.
         probe: (prompt ids, completion ids) whose log-probs under the trained weights
             come back in ``TrainResult.probe_logprobs``.  Ray's state for the run lives in
             ``output_dir/.ray_train`` and is removed first, so a retried run never
