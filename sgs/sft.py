@@ -44,6 +44,7 @@ import fcntl
 import hashlib
 import json
 import os
+import random
 import shutil
 import sys
 import time
@@ -127,6 +128,14 @@ def training_examples(examples: Sequence[WarmstartExample], tokenizer: Any,
     return out
 
 
+def sample_examples(examples: Sequence[TrainExample], limit: int | None, seed: int) -> list[TrainExample]:
+    """At most ``limit`` of ``examples``, a sample fixed by ``seed``, in their order."""
+    if limit is None or limit >= len(examples):
+        return list(examples)
+    chosen = sorted(random.Random(seed).sample(range(len(examples)), limit))
+    return [examples[i] for i in chosen]
+
+
 def base_identity(path: str) -> str:
     """What identifies the base model in the cache key: the tiny model's build
     fingerprint (it covers architecture, seed and tokenizer corpus), else the
@@ -144,7 +153,7 @@ def cache_key(cfg: SGSConfig, paths: ModelPaths) -> dict:
     # Placement changes the speed, not the weights (the plan is the same per step).
     for name in ("num_workers", "cpus_per_worker", "use_gpu", "simulated_gpus", "placement_strategy"):
         settings.pop(name)
-    return json.loads(json.dumps({
+    key = {
         "version": SFT_VERSION,
         "corpus_sha256": corpus_fingerprint(cfg.warmstart.corpus),
         "language": cfg.prover.language,
@@ -152,7 +161,11 @@ def cache_key(cfg: SGSConfig, paths: ModelPaths) -> dict:
         "base": base_identity(paths.base),
         "tokenizer": base_identity(paths.tokenizer),
         "settings": settings,
-    }))
+    }
+    if cfg.warmstart.max_examples is not None:
+        # Only when set, so that the caches of full-corpus warm starts keep their keys.
+        key["max_examples"] = cfg.warmstart.max_examples
+    return json.loads(json.dumps(key))
 
 
 def key_digest(key: dict) -> str:
@@ -202,6 +215,7 @@ def warm_start(cfg: SGSConfig, paths: ModelPaths, cache_dir: Path | None = None)
         tokenizer = AutoTokenizer.from_pretrained(paths.tokenizer)
         examples = training_examples(load_corpus(cfg.warmstart.corpus, cfg.prover.language), tokenizer,
                                      cfg.warmstart.roles)
+        examples = sample_examples(examples, cfg.warmstart.max_examples, cfg.seed)
         if not examples:
             raise ValueError(f"warmstart.corpus={cfg.warmstart.corpus!r} holds no line for the roles "
                              f"{list(cfg.warmstart.roles)}")
@@ -321,8 +335,9 @@ def prepare(cfg: SGSConfig, paths: ModelPaths, targets: Sequence[Target], cache_
     started = time.perf_counter()
     found = cached_checkpoint(cfg, paths, cache_dir)
     if found is None:
+        sample = "" if cfg.warmstart.max_examples is None else f", at most {cfg.warmstart.max_examples} lines"
         log(f"warm start: fine-tuning the base model on {cfg.warmstart.corpus} "
-            f"({cfg.warmstart.epochs} epoch(s), lr {cfg.warmstart.learning_rate:g}); cached for later runs")
+            f"({cfg.warmstart.epochs} epoch(s), lr {cfg.warmstart.learning_rate:g}{sample}); cached for later runs")
         found = warm_start(cfg, paths, cache_dir)
     if found.report is None or any(found.report.get(key) != value for key, value in _sampled_as(cfg).items()):
         report = warmup_report(cfg, found.checkpoint, AutoTokenizer.from_pretrained(found.checkpoint),

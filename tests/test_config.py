@@ -282,6 +282,7 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
         (["warmstart.global_batch_size=6", "warmstart.micro_batch_size=4"],
          "warmstart.global_batch_size=6 must be a multiple of warmstart.micro_batch_size"),
         (["warmstart.report_targets=0"], "warmstart.report_targets=0 must be at least 1"),
+        (["warmstart.max_examples=0"], "warmstart.max_examples=0 must be at least 1"),
         (["evaluation.k=-1"], "evaluation.k=-1 must be at least 0"),
         (["model.learning_rate_scale=0"], "model.learning_rate_scale=0.0 must be positive and finite"),
         (["resources.engine_gpu_memory_fraction=1.5"], "resources.engine_gpu_memory_fraction=1.5 must be in (0, 1]"),

@@ -41,6 +41,7 @@ from sgs.state.records import Attempt, Completion, ConjectureScore, Target, prom
 from sgs.state.targets import batch_targets
 from sgs.method.roles import CONJECTURE_NAME_PREFIX, Failure, PromptSet, canonical_form
 from sgs.machinery.prompts import Prompter, chat_prompt
+from sgs.sft import CACHE_SUBDIR, INFO_FILE
 from sgs.machinery.runtime import Checkpoint, backend_spec, colocated_gpu_ids
 from sgs.state.store import REQUIRED_METRICS, Store
 from sgs.state.targets import TargetError, held_out_by_hash, load_targets
@@ -623,13 +624,17 @@ def test_multirun_sweep_gives_each_experiment_its_own_run(tmp_path, warm_run):
 @pytest.mark.slow
 def test_the_default_run_warm_starts_and_prints_its_summary(tmp_path, require_rocq):
     """``python -m sgs`` as ``make demo`` runs it, cut to CI size: one iteration
-    on the first 24 targets, a one-epoch warm start into a fresh cache."""
+    on the first 24 targets, a one-epoch warm start on 500 of the shipped
+    corpus's lines into a fresh cache."""
     run_dir = tmp_path / "run"
-    proc = _sgs("iterations=1", "targets.limit=24", "warmstart.epochs=1", "logging.wandb_mode=disabled",
-                f"run_dir={run_dir}", timeout=590, SGS_CACHE_DIR=str(tmp_path / "cache"))
+    proc = _sgs("iterations=1", "targets.limit=24", "warmstart.epochs=1", "warmstart.max_examples=500",
+                "logging.wandb_mode=disabled", f"run_dir={run_dir}", timeout=590, SGS_CACHE_DIR=str(tmp_path / "cache"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    assert "warm start: fine-tuning the base model on pkg://sgs/data/warmstart_rocq.jsonl" in out
+    assert ("warm start: fine-tuning the base model on pkg://sgs/data/warmstart_rocq.jsonl "
+            "(1 epoch(s), lr 0.003, at most 500 lines)") in out
+    [info] = (tmp_path / "cache" / CACHE_SUBDIR).glob(f"*/{INFO_FILE}")
+    assert json.loads(info.read_text())["examples"] == 500
     assert "warm-up: Solver pass@8" in out and "Conjecturer parses" in out and "Guide parses" in out
     summary = out[out.index("== SGS run summary"):]
     assert f"run directory: {run_dir}" in summary

@@ -28,6 +28,7 @@ from lean_env.pool import VerifierPool
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ROCQ_TARGETS, SGSConfig, TargetsConfig, TinyModelSettings, validate
 from sgs.machinery.engines import Sample, SamplingSettings
 from sgs.analysis.evaluation import HELD_OUT_FILE, conjecturer_outputs, guide_parse_rate, held_out_pass_at_k, solver_pass_at_k
+from sgs.machinery.learner import TrainExample
 from sgs.machinery.models import ModelPaths, build_tiny_model
 from sgs.state.records import Target
 from sgs.method.roles import Role
@@ -39,6 +40,7 @@ from sgs.sft import (
     cached_checkpoint,
     key_digest,
     prepare,
+    sample_examples,
     training_examples,
     warm_start,
 )
@@ -107,6 +109,15 @@ def test_corpus_prompts_are_the_loops_prompts_tokenised_as_the_engines_do(tiny_d
                                                    for e in guide]
 
 
+def test_max_examples_keeps_a_seeded_sample_in_corpus_order():
+    examples = [TrainExample(prompt_ids=[i], completion_ids=[i], weight=1.0) for i in range(10)]
+    sample = sample_examples(examples, 4, seed=0)
+    assert len(sample) == 4 and len(set(map(id, sample))) == 4
+    assert [e.prompt_ids for e in sample] == sorted(e.prompt_ids for e in sample)  # corpus order
+    assert sample == sample_examples(examples, 4, seed=0) != sample_examples(examples, 4, seed=1)
+    assert sample_examples(examples, None, seed=0) == examples == sample_examples(examples, 10, seed=0)
+
+
 def test_the_cache_key_covers_corpus_model_and_settings(tmp_path, small_corpus, paths):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_bytes(small_corpus.read_bytes())
@@ -121,8 +132,11 @@ def test_the_cache_key_covers_corpus_model_and_settings(tmp_path, small_corpus, 
         config(f"warmstart.corpus={corpus}", "warmstart.epochs=7"),
         config(f"warmstart.corpus={corpus}", "warmstart.roles=[guide]"),
         config(f"warmstart.corpus={corpus}", "seed=3"),
+        config(f"warmstart.corpus={corpus}", "warmstart.max_examples=3"),
     ]
-    assert len({digest, *(key_digest(cache_key(cfg, paths)) for cfg in changed)}) == 5
+    assert len({digest, *(key_digest(cache_key(cfg, paths)) for cfg in changed)}) == 6
+    # Unset, it is not in the key: full-corpus caches written before it existed stay valid.
+    assert "max_examples" not in cache_key(base, paths)
     other_model = build_tiny_model(tmp_path / "other", [], SMALL, seed=1)
     assert key_digest(cache_key(base, replace(paths, base=str(other_model)))) != digest
     corpus.write_text(corpus.read_text() + corpus.read_text().splitlines()[0] + "\n")  # same name, new content

@@ -483,6 +483,11 @@ class WarmstartConfig:
     roles: list[str] = field(default_factory=lambda: list(ROLES))
     #: Passes over the corpus.
     epochs: int = 1
+    #: Train on at most this many of the chosen roles' corpus lines: a
+    #: seeded sample (``seed``), kept in corpus order, for quick smoke runs
+    #: (like the ``max_train_samples`` of Hugging Face's example scripts);
+    #: null trains on every line.  Part of the cache key.
+    max_examples: int | None = None
     #: Constant learning rate (as given: ``model.learning_rate_scale`` applies
     #: to the self-play updates only).
     learning_rate: float = 1e-5

@@ -535,6 +535,7 @@ def _check_warmstart(problems: list[str], ws: WarmstartConfig, cfg: SGSConfig) -
     if not ws.roles or len(set(ws.roles)) != len(ws.roles):
         problems.append(f"warmstart.roles={list(ws.roles)!r} must name at least one role, each once")
     _at_least(problems, "warmstart.epochs", ws.epochs, 1)
+    _at_least(problems, "warmstart.max_examples", ws.max_examples, 1)
     if not ws.learning_rate > 0:
         problems.append(f"warmstart.learning_rate={ws.learning_rate!r} must be positive")
     _at_least(problems, "warmstart.global_batch_size", ws.global_batch_size, 1)
