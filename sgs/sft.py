@@ -2,6 +2,7 @@
 
     python -m sgs.sft                              # warm-start the default model (the config of `python -m sgs`)
     python -m sgs.sft warmstart.epochs=2           # any override `python -m sgs` takes
+    python -m sgs.sft warmstart.max_examples=300   # a quick smoke run on a seeded sample of the corpus
     python -m sgs.sft model.path=/ckpt warmstart.mode=always warmstart.corpus=/data/guide.jsonl \\
         warmstart.roles=[guide]                    # a Guide for the review format: pass the checkpoint
                                                    # it prints as model.guide_path
