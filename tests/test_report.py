@@ -375,7 +375,7 @@ def test_the_command_writes_into_the_run_and_refuses_other_paths(run_dir, tmp_pa
 
 
 def test_the_run_only_warns_when_its_report_cannot_be_written(tmp_path, caplog):
-    from sgs.__main__ import _write_report
+    from sgs.launch import _write_report
 
     assert _write_report(tmp_path / "gone") is None
     assert "could not write the report of" in caplog.text and "no such directory" in caplog.text

@@ -1,0 +1,154 @@
+"""One run of ``python -m sgs``, from a checked config to its summary.
+
+:mod:`sgs.__main__` checks the command line (config, targets, this
+machine's requirements, the benchmark) and then calls :func:`run`, which
+opens the run directory (a new run, or a resume of the one there), starts
+Ray and the verifier pool (whose prover must elaborate the first target's
+statement), warm-starts the base model (:mod:`sgs.sft`), starts the
+engines, measures the Solver's pass@k on the held-out targets, runs the
+loop, measures again, writes the report and prints a summary.
+
+It is a module of its own so that the command line answers a mistyped
+override in about a second: importing this one (torch, transformers, Ray
+Train, vLLM) takes about ten.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import ray
+from transformers import AutoTokenizer
+
+from sgs import sft
+from sgs.analysis.evaluation import HELD_OUT_FILE, held_out_pass_at_k, read_json
+from sgs.analysis.metrics import MetricsSink
+from sgs.config import SGSConfig, warmstart_enabled
+from sgs.loop import PHASES, Loop, current_weights, derived_seed
+from sgs.machinery.runtime import (DASHBOARD_TOKEN_HINT, Checkpoint, build_runtime, model_paths, sampling_settings,
+                                   start_checked_pool, start_ray)
+from sgs.state.benchmarks import Benchmark
+from sgs.state.records import Target
+from sgs.state.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def run(cfg: SGSConfig, benchmark: Benchmark | None, targets: list[Target]) -> None:
+    """Create or resume the run in ``cfg.run_dir`` on ``targets`` (those of
+    ``cfg.targets``) and run it to ``cfg.iterations``."""
+    started = time.perf_counter()
+    run_dir = Path(cfg.run_dir)
+    with Store.open(run_dir, targets, asdict(cfg)) as store:
+        iteration, phase = store.resume_point(PHASES)
+        if iteration >= cfg.iterations:
+            print(f"{run_dir}: all {cfg.iterations} iterations are done")
+            return
+        if (iteration, phase) != (0, PHASES[0]):
+            print(f"resuming {run_dir} at iteration {iteration}, phase {phase!r}")
+        paths = model_paths(cfg)
+
+        context = start_ray(cfg)
+        dashboard = None
+        if context.dashboard_url:
+            dashboard = f"http://{context.dashboard_url.removeprefix('http://')}"
+            print(f"Ray dashboard: {dashboard} ({DASHBOARD_TOKEN_HINT})")
+        sink = None
+        pool = None
+        runtime = None
+        seconds: dict[str, float] = {}
+        held_out: dict[str, dict | None] = {}
+        try:
+            pool = start_checked_pool(cfg, run_dir, store.targets[0])
+            base = paths.base
+            if warmstart_enabled(cfg):
+                warm_started = time.perf_counter()
+                base = sft.prepare(cfg, paths, store.targets, pool=pool).checkpoint
+                seconds["warm start"] = time.perf_counter() - warm_started
+            weights = {role: current_weights(store, role, base) for role in ("solver", "conjecturer")}
+            # An explicitly configured Guide keeps its own weights; otherwise it is the (warm) base.
+            weights["guide"] = Checkpoint(paths.guide if cfg.model.guide_path else base, 0)
+
+            runtime = build_runtime(cfg, run_dir, weights, AutoTokenizer.from_pretrained(paths.tokenizer), pool)
+            sink = MetricsSink(cfg.logging, run_dir, name=f"{cfg.experiment}-{run_dir.name}", config=asdict(cfg))
+            loop = Loop(cfg, store, runtime, weights, run_name=f"{cfg.experiment}-{run_dir.name}",
+                        benchmark=benchmark, on_metrics=sink.log)
+            if weights["solver"].version == 0:
+                held_out["before"] = _evaluate(cfg, store, runtime, seconds)
+            loop.run()
+            held_out["after"] = _evaluate(cfg, store, runtime, seconds)
+        finally:
+            if sink is not None:
+                sink.close()
+            if runtime is not None:
+                runtime.shutdown()
+            elif pool is not None:
+                pool.shutdown()
+            ray.shutdown()
+        report_page = _write_report(run_dir)
+        _summary(cfg, store, loop, held_out, seconds, time.perf_counter() - started, dashboard, report_page)
+
+
+def _evaluate(cfg: SGSConfig, store: Store, runtime, seconds: dict[str, float]) -> dict | None:
+    """The Solver engines' current weights on the held-out targets (``evaluation.k`` samples each)."""
+    if cfg.evaluation.k == 0:
+        return None
+    start = time.perf_counter()
+    settings = sampling_settings(cfg.sampling.solver, n=cfg.evaluation.k, seed=derived_seed(cfg.seed, 0, "evaluate"))
+    result = held_out_pass_at_k(store.run_dir, runtime.engines["solver"], runtime.pool, runtime.prompter,
+                                store.targets, settings, cfg.prover.language)
+    seconds["held-out evaluation"] = seconds.get("held-out evaluation", 0.0) + time.perf_counter() - start
+    return result
+
+
+def _write_report(run_dir: Path) -> Path | None:
+    """The run's plots and page (:mod:`sgs.analysis.report`) in ``<run_dir>/report/``.
+    The run is done by now, so a failure here is only a warning."""
+    try:
+        # Imported here: matplotlib is slow to load, and only needed at the end.
+        from sgs.analysis.report import report
+
+        return report([run_dir], run_dir / "report")
+    except Exception:
+        log.warning("could not write the report of %s", run_dir, exc_info=True)
+        return None
+
+
+def _summary(cfg: SGSConfig, store: Store, loop: Loop, held_out: dict[str, dict | None],
+             seconds: dict[str, float], wall: float, dashboard: str | None, report_page: Path | None) -> None:
+    """What the run did, in a few lines."""
+    metrics = store.metrics()
+    k = cfg.method.num_solver_samples
+    print(f"\n== SGS run summary ({cfg.experiment}, model {cfg.model.name}, prover {cfg.prover.backend}) ==")
+    print(f"run directory: {store.run_dir}  (metrics.jsonl, records per iteration, checkpoints/)")
+    print(f"report: {report_page}" if report_page else "report: not written (see the warning above)")
+    if metrics:
+        first, last = metrics[0], metrics[-1]
+        solver = "warm-started Solver" if warmstart_enabled(cfg) else "base Solver (no warm start)"
+        print(f"cumulative solve rate on the {sum(not t.held_out for t in store.targets)} training targets: "
+              f"{first['cumulative_solve_rate']:.3f} after iteration 0 (the {solver}'s pass@{k}, "
+              f"before any self-play update) -> {last['cumulative_solve_rate']:.3f} after iteration "
+              f"{last['iteration']}")
+        print("  per iteration: " + ", ".join(f"{m['iteration']}: {m['cumulative_solve_rate']:.3f}" for m in metrics))
+        print(f"  pass@{k} per iteration: " + ", ".join(f"{m['iteration']}: {m['pass_at_k']:.3f}" for m in metrics))
+        print(f"generations: {last['generations']}")
+    before, after = held_out.get("before") or _stored_before(store), held_out.get("after")
+    if after is None:
+        print("held-out pass@k: not measured (no held-out target, or evaluation.k=0)")
+    else:
+        shown = "not measured" if before is None else (
+            f"{before['pass_at_k']:.3f} (policy version {before['policy_version']})")
+        print(f"held-out pass@{after['k']} on {after['targets']} targets: {shown} -> {after['pass_at_k']:.3f} "
+              f"(policy version {after['policy_version']})")
+    print(f"wall time: {wall:.0f} s; " + ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items()))
+    print("  per phase: " + ", ".join(f"{phase} {loop.seconds[phase]:.1f} s" for phase in PHASES))
+    if dashboard:
+        print(f"Ray dashboard (while a run is going): {dashboard}; {DASHBOARD_TOKEN_HINT}")
+
+
+def _stored_before(store: Store) -> dict | None:
+    """The base model's held-out result stored by an earlier session of this run."""
+    return (read_json(store.run_dir / HELD_OUT_FILE) or {}).get("0")
