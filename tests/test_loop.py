@@ -295,6 +295,16 @@ def test_an_invalid_config_exits_2_naming_every_problem(tmp_path):
     assert not (tmp_path / "run" / "config.yaml").exists()
 
 
+def test_a_config_error_is_answered_before_torch_transformers_and_ray_load(tmp_path):
+    # -X importtime names every module the process imported, on stderr.
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "sgs", "iterations=0",
+                           f"run_dir={tmp_path / 'run'}"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "iterations=0 must be at least 1" in proc.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert {"hydra", "sgs.config"} <= imported
+    assert not imported & {"torch", "transformers", "ray", "vllm", "sgs.launch"}
+
+
 def test_a_missing_grammar_file_exits_2_naming_the_setting(tmp_path):
     missing = tmp_path / "statement.ebnf"
     proc = _sgs(f"sampling.conjecturer_grammar={missing}", f"run_dir={tmp_path / 'run'}")
