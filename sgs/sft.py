@@ -45,7 +45,6 @@ import fcntl
 import hashlib
 import json
 import os
-import random
 import shutil
 import sys
 import time
@@ -69,7 +68,7 @@ from sgs.state.records import Target
 from sgs.machinery.prompts import Prompter, chat_prompt
 from sgs.machinery.runtime import (Checkpoint, conjecturer_settings, model_paths, pinned_gpus, sampling_settings,
                                    start_engines, start_ray, start_verifier_pool, train_settings)
-from sgs.state.targets import batch_targets, load_targets
+from sgs.state.targets import batch_targets, load_targets, seeded_subsample
 from sgs.state.warmstart import WarmstartExample, corpus_fingerprint, load_corpus
 
 #: Bump when the training procedure changes, so old cached checkpoints are not reused.
@@ -127,14 +126,6 @@ def training_examples(examples: Sequence[WarmstartExample], tokenizer: Any,
         out.append(TrainExample(prompt_ids=prompt_ids, completion_ids=completion_ids + [tokenizer.eos_token_id],
                                 weight=1.0))
     return out
-
-
-def sample_examples(examples: Sequence[TrainExample], limit: int | None, seed: int) -> list[TrainExample]:
-    """At most ``limit`` of ``examples``, a sample fixed by ``seed``, in their order."""
-    if limit is None or limit >= len(examples):
-        return list(examples)
-    chosen = sorted(random.Random(seed).sample(range(len(examples)), limit))
-    return [examples[i] for i in chosen]
 
 
 def base_identity(path: str) -> str:
@@ -216,7 +207,7 @@ def warm_start(cfg: SGSConfig, paths: ModelPaths, cache_dir: Path | None = None)
         tokenizer = AutoTokenizer.from_pretrained(paths.tokenizer)
         examples = training_examples(load_corpus(cfg.warmstart.corpus, cfg.prover.language), tokenizer,
                                      cfg.warmstart.roles)
-        examples = sample_examples(examples, cfg.warmstart.max_examples, cfg.seed)
+        examples = seeded_subsample(examples, cfg.warmstart.max_examples, cfg.seed)
         if not examples:
             raise ValueError(f"warmstart.corpus={cfg.warmstart.corpus!r} holds no line for the roles "
                              f"{list(cfg.warmstart.roles)}")

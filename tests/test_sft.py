@@ -40,11 +40,10 @@ from sgs.sft import (
     cached_checkpoint,
     key_digest,
     prepare,
-    sample_examples,
     training_examples,
     warm_start,
 )
-from sgs.state.targets import load_targets
+from sgs.state.targets import load_targets, seeded_subsample
 from sgs.state.warmstart import load_corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -111,11 +110,11 @@ def test_corpus_prompts_are_the_loops_prompts_tokenised_as_the_engines_do(tiny_d
 
 def test_max_examples_keeps_a_seeded_sample_in_corpus_order():
     examples = [TrainExample(prompt_ids=[i], completion_ids=[i], weight=1.0) for i in range(10)]
-    sample = sample_examples(examples, 4, seed=0)
+    sample = seeded_subsample(examples, 4, seed=0)
     assert len(sample) == 4 and len(set(map(id, sample))) == 4
     assert [e.prompt_ids for e in sample] == sorted(e.prompt_ids for e in sample)  # corpus order
-    assert sample == sample_examples(examples, 4, seed=0) != sample_examples(examples, 4, seed=1)
-    assert sample_examples(examples, None, seed=0) == examples == sample_examples(examples, 10, seed=0)
+    assert sample == seeded_subsample(examples, 4, seed=0) != seeded_subsample(examples, 4, seed=1)
+    assert seeded_subsample(examples, None, seed=0) == examples == seeded_subsample(examples, 10, seed=0)
 
 
 def test_the_cache_key_covers_corpus_model_and_settings(tmp_path, small_corpus, paths):

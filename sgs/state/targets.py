@@ -38,7 +38,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sgs.config import HUB_SCHEME, TargetsConfig, resolve_source_path
 from sgs.state.leandojo import Skipped, convert_benchmark, is_benchmark_entry, reason_counts
@@ -234,11 +234,18 @@ def corpus_texts(targets: Iterable[Target]) -> list[str]:
     return [f"{t.header}\n{t.statement}" for t in targets]
 
 
+T = TypeVar("T")
+
+
+def seeded_subsample(items: Sequence[T], size: int | None, seed: int | str) -> list[T]:
+    """All of ``items`` (``size`` None or not smaller), else ``size`` of them
+    chosen by ``seed``, kept in their order."""
+    if size is None or size >= len(items):
+        return list(items)
+    return [items[i] for i in sorted(random.Random(seed).sample(range(len(items)), size))]
+
+
 def batch_targets(targets: Sequence[Target], batch_size: int | None, seed: int, iteration: int) -> list[Target]:
     """The iteration's training targets: all of them, or a seeded subsample of
     ``batch_size`` (kept in source order), the same on every resume."""
-    training = [t for t in targets if not t.held_out]
-    if batch_size is None or batch_size >= len(training):
-        return training
-    chosen = set(random.Random(f"{seed}/{iteration}").sample(range(len(training)), batch_size))
-    return [t for i, t in enumerate(training) if i in chosen]
+    return seeded_subsample([t for t in targets if not t.held_out], batch_size, f"{seed}/{iteration}")
