@@ -28,8 +28,8 @@ build fingerprint, else its path) and the training settings.  A later run
 with the same inputs finds it and starts at once.  Training writes to a
 staging directory that is renamed into place only when it is complete, so a
 run killed mid-training leaves no half-checkpoint (the next one starts
-over); a lock file makes concurrent runs wait for one training instead of
-doing it twice.
+over); a lock file makes concurrent runs wait for one training (and one
+report) instead of doing it twice.
 
 Report.  After training, :func:`warmup_report` samples the warm model with
 real engines and the verifier pool: the Solver's pass@k on the training
@@ -48,7 +48,8 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,9 @@ def cache_key(cfg: SGSConfig, paths: ModelPaths) -> dict:
     """Everything that determines the warm-started weights, as plain JSON
     (equal to itself read back from the checkpoint's info file)."""
     settings = asdict(sft_settings(cfg))
-    # Placement changes the speed, not the weights (the plan is the same per step).
+    # Placement changes the speed and, through the order of floating-point sums,
+    # the last digits of the weights, not what is trained: one warm start serves
+    # every placement.
     for name in ("num_workers", "cpus_per_worker", "use_gpu", "simulated_gpus", "placement_strategy"):
         settings.pop(name)
     key = {
@@ -180,6 +183,15 @@ def cached_checkpoint(cfg: SGSConfig, paths: ModelPaths, cache_dir: Path | None 
     return WarmStart(str(directory), trained=False, info=info, report=read_json(directory / REPORT_FILE))
 
 
+@contextmanager
+def _locked(checkpoint: Path) -> Iterator[None]:
+    """Hold the cache's lock on ``checkpoint`` (a file beside it): one process
+    trains it or measures its report while the others wait, then read it."""
+    with open(checkpoint.parent / f"{checkpoint.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def warm_start(cfg: SGSConfig, paths: ModelPaths, cache_dir: Path | None = None) -> WarmStart:
     """Fine-tune ``paths.base`` on ``cfg.warmstart.corpus``, or return the cached result.
 
@@ -192,9 +204,8 @@ def warm_start(cfg: SGSConfig, paths: ModelPaths, cache_dir: Path | None = None)
     key = cache_key(cfg, paths)
     digest = key_digest(key)
     final = root / digest[:16]
-    with open(root / f"{digest[:16]}.lock", "w") as lock:
-        # Another process training the same checkpoint finishes first; we then find it.
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    # Another process training the same checkpoint finishes first; we then find it.
+    with _locked(final):
         found = cached_checkpoint(cfg, paths, cache_dir)
         if found is not None:
             return found
@@ -310,6 +321,11 @@ def _sampled_as(cfg: SGSConfig) -> dict:
             "conjecturer_grammar": sampling.conjecturer_grammar}
 
 
+def _report_fits(cfg: SGSConfig, report: dict | None) -> bool:
+    """Whether a stored report was measured at this run's sampling settings."""
+    return report is not None and all(report.get(key) == value for key, value in _sampled_as(cfg).items())
+
+
 def format_report(report: dict) -> str:
     """The report as one line of words."""
     guide = "n/a" if report["guide_parse_rate"] is None else f"{report['guide_parse_rate']:.0%}"
@@ -331,10 +347,15 @@ def prepare(cfg: SGSConfig, paths: ModelPaths, targets: Sequence[Target], cache_
         log(f"warm start: fine-tuning the base model on {cfg.warmstart.corpus} "
             f"({cfg.warmstart.epochs} epoch(s), lr {cfg.warmstart.learning_rate:g}{sample}); cached for later runs")
         found = warm_start(cfg, paths, cache_dir)
-    if found.report is None or any(found.report.get(key) != value for key, value in _sampled_as(cfg).items()):
-        report = warmup_report(cfg, found.checkpoint, AutoTokenizer.from_pretrained(found.checkpoint),
-                               report_targets(cfg, targets), pool)
-        write_json(Path(found.checkpoint) / REPORT_FILE, report)
+    if not _report_fits(cfg, found.report):
+        # Runs started together (a multirun) measure the report once, the first
+        # to take the lock; the others wait and read it.
+        with _locked(Path(found.checkpoint)):
+            report = read_json(Path(found.checkpoint) / REPORT_FILE)
+            if not _report_fits(cfg, report):
+                report = warmup_report(cfg, found.checkpoint, AutoTokenizer.from_pretrained(found.checkpoint),
+                                       report_targets(cfg, targets), pool)
+                write_json(Path(found.checkpoint) / REPORT_FILE, report)
         found = replace(found, report=report)
     log(f"warm start: {found.checkpoint} ({'trained' if found.trained else 'cached'}, "
         f"{time.perf_counter() - started:.0f} s)")

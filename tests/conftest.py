@@ -27,8 +27,10 @@ TINY = TinyModelSettings(
 #: collected first, so that ``make test``'s xdist workers (a file each at a
 #: time, in collection order: ``--no-loadscope-reorder``; xdist's default
 #: order puts files with many tests first and these last) start on them and
-#: neither is left with one of them at the end.
-HEAVY_FILES = ("test_loop.py", "test_simulated_gpus.py", "test_lean_loop.py", "test_sft.py",
+#: neither is left with one of them at the end.  The Lean loop (its own warm
+#: start) goes before the simulated GPUs, so that these find the shared warm
+#: start (:func:`tests.test_loop.warm_run`) made instead of waiting for it.
+HEAVY_FILES = ("test_loop.py", "test_lean_loop.py", "test_simulated_gpus.py", "test_sft.py",
                "test_weight_transfer.py", "test_gpu_check.py", "test_rocq_legit.py", "test_engine_faults.py")
 
 

@@ -415,15 +415,18 @@ def write_warm_corpus(path: Path, lines: int = 240) -> Path:
 @pytest.fixture(scope="module")
 def warm_run(tmp_path_factory, require_rocq, sgs_cache_dir):
     """Overrides that run the loop small and fast on the test targets, with the
-    tiny model warm-started on the test corpus by the run itself (sgs.sft).
-    Runs share the session's warm-start cache, so only the first one trains."""
+    tiny model warm-started on the test corpus.  The warm start is made here,
+    by ``python -m sgs.sft`` on one learner worker, into the session's cache,
+    which every run then reads: whatever the order of the tests and their
+    placements, they start from the same weights (see the docstring above),
+    trained once."""
     root = tmp_path_factory.mktemp("warm")
     rows = [{"id": t.id, "header": t.header, "statement": t.statement, "held_out": t.held_out} for t in make_targets()]
     targets = _write_jsonl(root / "targets.jsonl", rows)
     corpus = write_warm_corpus(root / "corpus.jsonl")
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SGS_CACHE_DIR", str(sgs_cache_dir))  # the runs this module starts inherit it
-        yield [
+        overrides = [
             "model=tiny", "prover=rocq", "resources=local_cpu", "scale=laptop", f"targets.source={targets}",
             f"warmstart.corpus={corpus}", "warmstart.epochs=8", "warmstart.learning_rate=3e-3",
             "warmstart.global_batch_size=16",
@@ -435,6 +438,12 @@ def warm_run(tmp_path_factory, require_rocq, sgs_cache_dir):
             # prover (the default run's test samples under the statement grammar).
             "sampling.conjecturer_grammar=null",
         ]
+        # A second module's fixture (another xdist worker) waits on the cache's lock, then reads it.
+        made = subprocess.run([sys.executable, "-m", "sgs.sft", *overrides], cwd=REPO, capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "RAY_AUTH_MODE": "disabled"})
+        assert made.returncode == 0, made.stderr[-3000:]
+        assert "warm-up: Solver pass@4" in made.stdout
+        yield overrides
 
 
 def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: int = 4) -> Store:

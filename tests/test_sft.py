@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,9 +35,12 @@ from sgs.machinery.models import ModelPaths, build_tiny_model
 from sgs.state.records import Target
 from sgs.method.roles import Role
 from sgs.machinery.prompts import Prompter, chat_prompt
+from sgs import sft
 from sgs.sft import (
     CACHE_SUBDIR,
+    INFO_FILE,
     REPORT_FILE,
+    _sampled_as,
     cache_key,
     cached_checkpoint,
     key_digest,
@@ -200,6 +205,33 @@ def test_a_warm_start_trains_once_then_comes_from_the_cache(ray_session, require
 
     # Other settings are another checkpoint.
     assert cached_checkpoint(small_config(small_corpus, "warmstart.epochs=1"), paths, tmp_path) is None
+
+
+def test_runs_started_together_measure_the_report_once(tmp_path, small_corpus, paths, tiny_dir, monkeypatch):
+    """Two runs that find the same cached checkpoint without a report (a
+    multirun's jobs): the first measures it under the cache's lock, the second
+    waits and reads it.  The report itself is a stand-in here (it needs engines
+    and a prover; the test above measures a real one)."""
+    cfg = small_config(small_corpus)
+    digest = key_digest(cache_key(cfg, paths))
+    checkpoint = tmp_path / CACHE_SUBDIR / digest[:16]
+    shutil.copytree(tiny_dir, checkpoint)  # a finished warm start: weights, tokenizer, info file
+    (checkpoint / INFO_FILE).write_text(json.dumps({"digest": digest, "key": cache_key(cfg, paths)}))
+    measured = []
+
+    def slow_report(cfg, checkpoint, tokenizer, targets, pool=None):
+        measured.append(checkpoint)
+        time.sleep(1.0)  # long enough for the other thread to reach the lock
+        return {"solver_pass_at_k": 0.5, "solver_sample_valid_rate": 0.25, "k": 2, "targets": 0,
+                "conjecturer_parse_rate": 1.0, "conjecturer_elaboration_rate": 1.0, "guide_parse_rate": None,
+                "guide_reviews": 0, **_sampled_as(cfg)}
+
+    monkeypatch.setattr(sft, "warmup_report", slow_report)
+    with ThreadPoolExecutor(2) as threads:
+        results = list(threads.map(lambda _: prepare(cfg, paths, [], cache_dir=tmp_path, log=lambda line: None),
+                                   range(2)))
+    assert measured == [str(checkpoint)]
+    assert results[0].report == results[1].report == json.loads((checkpoint / REPORT_FILE).read_text())
 
 
 @pytest.mark.slow
