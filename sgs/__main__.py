@@ -8,9 +8,10 @@
 Steps: compose and validate the config (exit 2 with every problem named),
 read the targets (exit 2 naming a malformed file), check that this machine
 can run it before starting anything (exit 3 with what is missing and the
-overrides that would run here), read the benchmark, then hand over to
-:func:`sgs.launch.run`: open the run directory (a new run, or a resume of
-the one there; exit 2 when it belongs to another run), start Ray, start the
+overrides that would run here), read the benchmark, open the run directory (a new run, or a resume of
+the one there; exit 2 when it belongs to another run or another version,
+exit 0 when its iterations are all done), then hand over to
+:func:`sgs.launch.run`: start Ray, start the
 verifier pool (its prover must elaborate the first target's statement, else
 exit 3 naming why, before the minutes a warm start takes), warm-start the
 base model (:mod:`sgs.sft`; the tiny model only, cached after the first
@@ -29,6 +30,7 @@ first run included.
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 
 import hydra
 from omegaconf import DictConfig
@@ -37,7 +39,8 @@ from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirem
 from sgs.config import resolve_source_path, validate
 from sgs.state.benchmarks import Benchmark, BenchmarkError, load_benchmark
 from sgs.state.records import Target
-from sgs.state.store import StoreError
+from sgs.loop.phases import PHASES
+from sgs.state.store import Store, StoreError
 from sgs.state.targets import TargetError, read_targets
 
 EXIT_CONFIG = 2
@@ -79,20 +82,25 @@ def main(raw: DictConfig) -> None:
     except TargetError as error:
         print(f"targets.source: {error}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
-    # Imported only now: torch, transformers and Ray take about ten seconds to
-    # load, and every check above answers a mistyped command line without them.
-    from sgs.launch import run
-    from sgs.machinery.runtime import ProverUnavailable
-
     try:
-        run(cfg, benchmark, targets)
-    except TargetError as error:
-        print(f"targets.source: {error}", file=sys.stderr)
-        sys.exit(EXIT_CONFIG)
-    except ProverUnavailable as error:
-        # Nothing was sampled yet; the run directory resumes once the prover works.
-        print(f"this machine cannot run the config: {error}", file=sys.stderr)
-        sys.exit(EXIT_REQUIREMENTS)
+        with Store.open(cfg.run_dir, targets, asdict(cfg)) as store:
+            iteration, phase = store.resume_point(PHASES)
+            if iteration >= cfg.iterations:
+                print(f"{store.run_dir}: all {cfg.iterations} iterations are done")
+                return
+            if (iteration, phase) != (0, PHASES[0]):
+                print(f"resuming {store.run_dir} at iteration {iteration}, phase {phase!r}")
+            # Imported only now: torch, transformers and Ray take about ten seconds to
+            # load, and every check above answers a mistyped command line without them.
+            from sgs.launch import run
+            from sgs.machinery.runtime import ProverUnavailable
+
+            try:
+                run(cfg, benchmark, store)
+            except ProverUnavailable as error:
+                # Nothing was sampled yet; the run directory resumes once the prover works.
+                print(f"this machine cannot run the config: {error}", file=sys.stderr)
+                sys.exit(EXIT_REQUIREMENTS)
     except StoreError as error:
         # The run directory cannot be created or resumed as asked (another run's config or
         # targets, another version's phases, damaged records); it is left as it was.

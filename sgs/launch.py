@@ -1,8 +1,8 @@
 """One run of ``python -m sgs``, from a checked config to its summary.
 
 :mod:`sgs.__main__` checks the command line (config, targets, this
-machine's requirements, the benchmark) and then calls :func:`run`, which
-opens the run directory (a new run, or a resume of the one there), starts
+machine's requirements, the benchmark), opens the run directory (a new
+run, or a resume of the one there) and then calls :func:`run`, which starts
 Ray and the verifier pool (whose prover must elaborate the first target's
 statement), warm-starts the base model (:mod:`sgs.sft`), starts the
 engines, measures the Solver's pass@k on the held-out targets, runs the
@@ -27,69 +27,64 @@ from sgs import sft
 from sgs.analysis.evaluation import HELD_OUT_FILE, held_out_pass_at_k, read_json
 from sgs.analysis.metrics import MetricsSink
 from sgs.config import SGSConfig, warmstart_enabled
-from sgs.loop import PHASES, Loop, current_weights, derived_seed
+from sgs.loop.context import derived_seed
+from sgs.loop.iteration import Loop
+from sgs.loop.phases import PHASES
+from sgs.loop.weights import current_weights
 from sgs.machinery.runtime import (DASHBOARD_TOKEN_HINT, Checkpoint, build_runtime, model_paths, sampling_settings,
                                    start_checked_pool, start_ray)
 from sgs.state.benchmarks import Benchmark
-from sgs.state.records import Target
 from sgs.state.store import Store
 
 log = logging.getLogger(__name__)
 
 
-def run(cfg: SGSConfig, benchmark: Benchmark | None, targets: list[Target]) -> None:
-    """Create or resume the run in ``cfg.run_dir`` on ``targets`` (those of
-    ``cfg.targets``) and run it to ``cfg.iterations``."""
+def run(cfg: SGSConfig, benchmark: Benchmark | None, store: Store) -> None:
+    """Run the run ``store`` holds (opened by the command line, with iterations
+    left to do) to ``cfg.iterations``."""
     started = time.perf_counter()
-    run_dir = Path(cfg.run_dir)
-    with Store.open(run_dir, targets, asdict(cfg)) as store:
-        iteration, phase = store.resume_point(PHASES)
-        if iteration >= cfg.iterations:
-            print(f"{run_dir}: all {cfg.iterations} iterations are done")
-            return
-        if (iteration, phase) != (0, PHASES[0]):
-            print(f"resuming {run_dir} at iteration {iteration}, phase {phase!r}")
-        paths = model_paths(cfg)
+    run_dir = store.run_dir
+    paths = model_paths(cfg)
 
-        context = start_ray(cfg)
-        dashboard = None
-        if context.dashboard_url:
-            dashboard = f"http://{context.dashboard_url.removeprefix('http://')}"
-            print(f"Ray dashboard: {dashboard} ({DASHBOARD_TOKEN_HINT})")
-        sink = None
-        pool = None
-        runtime = None
-        seconds: dict[str, float] = {}
-        held_out: dict[str, dict | None] = {}
-        try:
-            pool = start_checked_pool(cfg, run_dir, store.targets[0])
-            base = paths.base
-            if warmstart_enabled(cfg):
-                warm_started = time.perf_counter()
-                base = sft.prepare(cfg, paths, store.targets, pool=pool).checkpoint
-                seconds["warm start"] = time.perf_counter() - warm_started
-            weights = {role: current_weights(store, role, base) for role in ("solver", "conjecturer")}
-            # An explicitly configured Guide keeps its own weights; otherwise it is the (warm) base.
-            weights["guide"] = Checkpoint(paths.guide if cfg.model.guide_path else base, 0)
+    context = start_ray(cfg)
+    dashboard = None
+    if context.dashboard_url:
+        dashboard = f"http://{context.dashboard_url.removeprefix('http://')}"
+        print(f"Ray dashboard: {dashboard} ({DASHBOARD_TOKEN_HINT})")
+    sink = None
+    pool = None
+    runtime = None
+    seconds: dict[str, float] = {}
+    held_out: dict[str, dict | None] = {}
+    try:
+        pool = start_checked_pool(cfg, run_dir, store.targets[0])
+        base = paths.base
+        if warmstart_enabled(cfg):
+            warm_started = time.perf_counter()
+            base = sft.prepare(cfg, paths, store.targets, pool=pool).checkpoint
+            seconds["warm start"] = time.perf_counter() - warm_started
+        weights = {role: current_weights(store, role, base) for role in ("solver", "conjecturer")}
+        # An explicitly configured Guide keeps its own weights; otherwise it is the (warm) base.
+        weights["guide"] = Checkpoint(paths.guide if cfg.model.guide_path else base, 0)
 
-            runtime = build_runtime(cfg, run_dir, weights, AutoTokenizer.from_pretrained(paths.tokenizer), pool)
-            sink = MetricsSink(cfg.logging, run_dir, name=f"{cfg.experiment}-{run_dir.name}", config=asdict(cfg))
-            loop = Loop(cfg, store, runtime, weights, run_name=f"{cfg.experiment}-{run_dir.name}",
-                        benchmark=benchmark, on_metrics=sink.log)
-            if weights["solver"].version == 0:
-                held_out["before"] = _evaluate(cfg, store, runtime, seconds)
-            loop.run()
-            held_out["after"] = _evaluate(cfg, store, runtime, seconds)
-        finally:
-            if sink is not None:
-                sink.close()
-            if runtime is not None:
-                runtime.shutdown()
-            elif pool is not None:
-                pool.shutdown()
-            ray.shutdown()
-        report_page = _write_report(run_dir)
-        _summary(cfg, store, loop, held_out, seconds, time.perf_counter() - started, dashboard, report_page)
+        runtime = build_runtime(cfg, run_dir, weights, AutoTokenizer.from_pretrained(paths.tokenizer), pool)
+        sink = MetricsSink(cfg.logging, run_dir, name=f"{cfg.experiment}-{run_dir.name}", config=asdict(cfg))
+        loop = Loop(cfg, store, runtime, weights, run_name=f"{cfg.experiment}-{run_dir.name}",
+                    benchmark=benchmark, on_metrics=sink.log)
+        if weights["solver"].version == 0:
+            held_out["before"] = _evaluate(cfg, store, runtime, seconds)
+        loop.run()
+        held_out["after"] = _evaluate(cfg, store, runtime, seconds)
+    finally:
+        if sink is not None:
+            sink.close()
+        if runtime is not None:
+            runtime.shutdown()
+        elif pool is not None:
+            pool.shutdown()
+        ray.shutdown()
+    report_page = _write_report(run_dir)
+    _summary(cfg, store, loop, held_out, seconds, time.perf_counter() - started, dashboard, report_page)
 
 
 def _evaluate(cfg: SGSConfig, store: Store, runtime, seconds: dict[str, float]) -> dict | None:

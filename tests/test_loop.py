@@ -33,8 +33,8 @@ from lean_env.verdict import Status, Verdict
 from sgs.config import ProverConfig, ResourcesConfig, RocqSettings, SGSConfig, TargetsConfig, TinyModelSettings
 from sgs.loop.conjecture import screen_conjecture
 from sgs.loop.context import (
-    DUPLICATE_CONJECTURE, DUPLICATE_OF_TARGET, MATCHES_BENCHMARK, PHASES, Problem, attempt_id, conjecture_id,
-    derived_seed)
+    DUPLICATE_CONJECTURE, DUPLICATE_OF_TARGET, MATCHES_BENCHMARK, Problem, attempt_id, conjecture_id, derived_seed)
+from sgs.loop.phases import PHASES
 from sgs.loop.train import in_conjecturer_batch, select_solver_samples
 from sgs.loop.weights import TRAIN_METRICS_FILE, current_weights
 from sgs.state.records import Attempt, Completion, ConjectureScore, Target, prompt_digest
@@ -295,14 +295,22 @@ def test_an_invalid_config_exits_2_naming_every_problem(tmp_path):
     assert not (tmp_path / "run" / "config.yaml").exists()
 
 
+def _imported(stderr: str) -> set[str]:
+    """Every module a process run with ``-X importtime`` imported (it names them on stderr)."""
+    return {line.rsplit("|", 1)[-1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
+#: What a command line answered before the run starts must not have loaded.
+HEAVY_MODULES = {"torch", "transformers", "ray", "vllm", "sgs.launch"}
+
+
 def test_a_config_error_is_answered_before_torch_transformers_and_ray_load(tmp_path):
-    # -X importtime names every module the process imported, on stderr.
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "sgs", "iterations=0",
                            f"run_dir={tmp_path / 'run'}"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "iterations=0 must be at least 1" in proc.stderr
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    imported = _imported(proc.stderr)
     assert {"hydra", "sgs.config"} <= imported
-    assert not imported & {"torch", "transformers", "ray", "vllm", "sgs.launch"}
+    assert not imported & HEAVY_MODULES
 
 
 def test_a_missing_grammar_file_exits_2_naming_the_setting(tmp_path):
@@ -320,9 +328,14 @@ def test_missing_requirements_exit_3_before_ray_starts(tmp_path):
     assert "Started a local Ray instance" not in proc.stderr + proc.stdout
 
 
-def test_a_run_directory_with_other_phases_exits_2_before_ray_starts(tmp_path):
+@pytest.mark.parametrize("phases, code, said", [
     # A run directory of SGS before 2026-11-27, which trained each role in a phase of its own:
-    # this version cannot resume it, and says so before it starts anything.
+    # this version cannot resume it.
+    (("conjecture", "prove", "review", "train_solver"), 2,
+     "run_dir: {run_dir} has finished phases ['train_solver'] that are not in this version"),
+    (PHASES, 0, "{run_dir}: all 1 iterations are done"),
+])
+def test_where_a_run_directory_stands_is_answered_before_torch_and_ray_load(tmp_path, phases, code, said):
     from dataclasses import asdict
 
     from hydra import compose, initialize_config_dir
@@ -335,12 +348,13 @@ def test_a_run_directory_with_other_phases_exits_2_before_ray_starts(tmp_path):
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
         cfg = validate(compose(config_name=CONFIG_NAME, overrides=overrides))
     with Store.open(run_dir, read_run_targets(cfg), asdict(cfg)) as store:
-        for phase in ("conjecture", "prove", "review", "train_solver"):
+        for phase in phases:
             store.mark_done(0, phase)
-    proc = _sgs(*overrides)
-    assert proc.returncode == 2, proc.stderr
-    assert "run_dir: " in proc.stderr and "finished phases ['train_solver'] that are not in this version" in proc.stderr
-    assert "Traceback" not in proc.stderr and "Started a local Ray instance" not in proc.stderr + proc.stdout
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "sgs", *overrides], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == code, proc.stderr[-3000:]
+    assert said.format(run_dir=run_dir) in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and not _imported(proc.stderr) & HEAVY_MODULES
 
 
 @pytest.mark.slow

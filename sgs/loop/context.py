@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from lean_env.verdict import ProofTask, Status, Verdict
 from sgs.config import SGSConfig
-from sgs.loop.weights import TRAINING_PHASE, EngineWeights
+from sgs.loop.weights import EngineWeights
 from sgs.machinery.engines import Sample, SamplingSettings
 from sgs.machinery.models import default_cache_dir
 from sgs.machinery.monitor import LiveMonitor
@@ -27,10 +27,6 @@ from sgs.state.sample_cache import SampleCache, sample_key, start_samples_path
 from sgs.state.store import Store
 
 log = logging.getLogger(__name__)
-
-PHASES = ("conjecture", "prove", "review", TRAINING_PHASE, "record")
-#: The phases that write records (the others only commit a marker).
-RECORD_PHASES = frozenset({"conjecture", "prove", "review"})
 
 # Why a Conjecturer sample was dropped after its statement was extracted
 # (before that, the reason is the extractor's sgs.method.roles.Failure value).

@@ -46,12 +46,13 @@ from collections.abc import Callable, Mapping
 from sgs.analysis import metrics as M
 from sgs.config import SGSConfig
 from sgs.loop.conjecture import conjecture
-from sgs.loop.context import PHASES, RECORD_PHASES, RunContext
+from sgs.loop.context import RunContext
+from sgs.loop.phases import PHASES, RECORD_PHASES, TRAINING_PHASE
 from sgs.loop.prove import prove
 from sgs.loop.record import record
 from sgs.loop.review import review
 from sgs.loop.train import train_policies
-from sgs.loop.weights import TRAINED_ROLES, TRAINING_PHASE, EngineWeights
+from sgs.loop.weights import TRAINED_ROLES, EngineWeights
 from sgs.machinery.monitor import LiveMonitor
 from sgs.machinery.runtime import Checkpoint, Runtime
 from sgs.state.benchmarks import Benchmark

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from sgs.analysis import metrics as M
 from sgs.analysis.evaluation import SUMMARY_FILE, evaluate_problems, format_table, read_json
 from sgs.loop.context import MATCHES_BENCHMARK, RunContext, derived_seed
-from sgs.loop.weights import TRAIN_METRICS_FILE, TRAINED_ROLES, TRAINING_PHASE
+from sgs.loop.phases import TRAINING_PHASE
+from sgs.loop.weights import TRAIN_METRICS_FILE, TRAINED_ROLES
 from sgs.machinery.runtime import sampling_settings
 from sgs.method.roles import canonical_form
 from sgs.state.records import Conjecture

@@ -24,6 +24,7 @@ from sgs.analysis import metrics as M
 from sgs.config import SGSConfig, engines_sleep_during_training, weight_transfer_backend
 from sgs.machinery.engines.weight_transfer import WeightTarget
 from sgs.machinery.learner import TrainResult
+from sgs.loop.phases import TRAINING_PHASE
 from sgs.machinery.runtime import Checkpoint, Runtime
 from sgs.state.store import Store
 
@@ -31,9 +32,7 @@ log = logging.getLogger(__name__)
 
 #: The learner's numbers, saved beside the checkpoint they describe.
 TRAIN_METRICS_FILE = "sgs_train_metrics.json"
-#: The phase that trains the roles' weights (a role's checkpoint counts once it is done), and the
-#: roles it trains, in this order, in one learner run.
-TRAINING_PHASE = "train"
+#: The roles the training phase trains, in this order, in one learner run.
 TRAINED_ROLES = ("solver", "conjecturer")
 
 

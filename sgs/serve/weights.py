@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sgs import sft
 from sgs.config import SGSConfig, missing_model_directory, warmstart_enabled
-from sgs.loop.weights import TRAINING_PHASE
+from sgs.loop.phases import TRAINING_PHASE
 from sgs.machinery.runtime import model_paths
 from sgs.state.files import StoreError
 from sgs.state.run_reader import RunReader, is_created_run
