@@ -472,7 +472,7 @@ def test_changed_config_is_refused_with_the_differing_keys(run_dir):
     message = str(err.value)
     assert "learner.lr: 3e-06 -> 1e-06" in message
     assert "model.name: 'tiny' -> <absent>" in message
-    assert "allow_changes=True" in message
+    assert "give a new run_dir for a new run" in message and "allow_changes=True" in message
     assert not (run_dir / "config_changes.jsonl").exists()
 
 

@@ -245,7 +245,8 @@ class Store:
             raise StoreError(
                 f"the config differs from the one run {run_dir} was started with:\n{lines}\n"
                 f"Keys that may change on resume: {', '.join(RESUMABLE_CONFIG_KEYS)}. "
-                "Pass allow_changes=True to resume with this config anyway."
+                "Resume with the run's values of the others, or give a new run_dir for a new run "
+                "(from Python, Store.open(..., allow_changes=True) accepts the change)."
             )
 
         stored_targets = reader.targets()
