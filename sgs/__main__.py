@@ -8,10 +8,10 @@
 Steps: compose and validate the config (exit 2 with every problem named),
 read the targets (exit 2 naming a malformed file), check that this machine
 can run it before starting anything (exit 3 with what is missing and the
-overrides that would run here), read the benchmark, open the run directory (a new run, or a resume of
-the one there; exit 2 when it belongs to another run or another version,
-exit 0 when its iterations are all done), then hand over to
-:func:`sgs.launch.run`: start Ray, start the
+overrides that would run here), read the benchmark, open the run
+directory (a new run, or a resume of the one there; exit 2 when it belongs
+to another run or another version, exit 0 when its iterations are all
+done), then hand over to :func:`sgs.launch.run`: start Ray, start the
 verifier pool (its prover must elaborate the first target's statement, else
 exit 3 naming why, before the minutes a warm start takes), warm-start the
 base model (:mod:`sgs.sft`; the tiny model only, cached after the first
@@ -37,9 +37,9 @@ from omegaconf import DictConfig
 
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, suggested_overrides
 from sgs.config import resolve_source_path, validate
+from sgs.loop.phases import PHASES
 from sgs.state.benchmarks import Benchmark, BenchmarkError, load_benchmark
 from sgs.state.records import Target
-from sgs.loop.phases import PHASES
 from sgs.state.store import Store, StoreError
 from sgs.state.targets import TargetError, read_targets
 
