@@ -22,9 +22,9 @@ from pathlib import Path
 
 from sgs.analysis import metrics as M
 from sgs.config import SGSConfig, engines_sleep_during_training, weight_transfer_backend
+from sgs.loop.phases import TRAINING_PHASE
 from sgs.machinery.engines.weight_transfer import WeightTarget
 from sgs.machinery.learner import TrainResult
-from sgs.loop.phases import TRAINING_PHASE
 from sgs.machinery.runtime import Checkpoint, Runtime
 from sgs.state.store import Store
 
