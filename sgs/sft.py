@@ -48,7 +48,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -145,8 +145,9 @@ def cache_key(cfg: SGSConfig, paths: ModelPaths) -> dict:
     settings = asdict(sft_settings(cfg))
     # Placement changes the speed and, through the order of floating-point sums,
     # the last digits of the weights, not what is trained: one warm start serves
-    # every placement.
-    for name in ("num_workers", "cpus_per_worker", "use_gpu", "simulated_gpus", "placement_strategy"):
+    # every placement.  Restarts after lost workers change nothing.
+    for name in ("num_workers", "cpus_per_worker", "use_gpu", "simulated_gpus", "placement_strategy",
+                 "max_restarts"):
         settings.pop(name)
     key = {
         "version": SFT_VERSION,
@@ -336,16 +337,20 @@ def format_report(report: dict) -> str:
 
 
 def prepare(cfg: SGSConfig, paths: ModelPaths, targets: Sequence[Target], cache_dir: Path | None = None,
-            log: Any = print, pool: VerifierPool | None = None) -> WarmStart:
+            log: Any = print, pool: VerifierPool | None = None,
+            need_ray: Callable[[], None] = lambda: None) -> WarmStart:
     """The warm-started checkpoint with its report: trained and measured
     when the cache lacks them, else read from it.  Prints what it does.
-    ``pool``: the run's verifier pool, for the report (see :func:`warmup_report`)."""
+    ``pool``: the run's verifier pool, for the report (see :func:`warmup_report`).
+    ``need_ray``: called before training or measuring, which need Ray; the
+    command line starts Ray only then, so a cached answer takes no cluster."""
     started = time.perf_counter()
     found = cached_checkpoint(cfg, paths, cache_dir)
     if found is None:
         sample = "" if cfg.warmstart.max_examples is None else f", at most {cfg.warmstart.max_examples} lines"
         log(f"warm start: fine-tuning the base model on {cfg.warmstart.corpus} "
             f"({cfg.warmstart.epochs} epoch(s), lr {cfg.warmstart.learning_rate:g}{sample}); cached for later runs")
+        need_ray()
         found = warm_start(cfg, paths, cache_dir)
     if not _report_fits(cfg, found.report):
         # Runs started together (a multirun) measure the report once, the first
@@ -353,6 +358,7 @@ def prepare(cfg: SGSConfig, paths: ModelPaths, targets: Sequence[Target], cache_
         with _locked(Path(found.checkpoint)):
             report = read_json(Path(found.checkpoint) / REPORT_FILE)
             if not _report_fits(cfg, report):
+                need_ray()
                 report = warmup_report(cfg, found.checkpoint, AutoTokenizer.from_pretrained(found.checkpoint),
                                        report_targets(cfg, targets), pool)
                 write_json(Path(found.checkpoint) / REPORT_FILE, report)
@@ -383,11 +389,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     targets = load_targets(cfg.targets, cfg.prover.language)
     paths = model_paths(cfg)
-    start_ray(cfg)
+
+    def need_ray() -> None:
+        if not ray.is_initialized():
+            start_ray(cfg)
+
     try:
-        prepare(cfg, paths, targets)
+        prepare(cfg, paths, targets, need_ray=need_ray)
     finally:
-        ray.shutdown()
+        ray.shutdown()  # does nothing where Ray was never started
     return 0
 
 

@@ -84,13 +84,22 @@ def require_rocq(coqtop) -> str:
 @pytest.fixture(scope="session")
 def ray_session():
     """One local Ray cluster shared by every test that needs Ray (starting one
-    costs several seconds).  Reuses a cluster a test module already started."""
+    costs several seconds).  Reuses a cluster a test module already started.
+
+    Without a dashboard, but with a dashboard port of its own: Ray Train's
+    placement-group cleaner asks the state API at that port whether the run's
+    controller is alive, and at the default 8265 another cluster's dashboard
+    (an end-to-end run of the other pytest worker, or one shutting down) would
+    answer that it knows no such actor; the cleaner then removes the run's
+    placement group under its workers (CI of 2026-11-27)."""
     import ray
+
+    from tests.local_ray_cluster import free_port
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     started = False
     if not ray.is_initialized():
-        ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+        ray.init(num_cpus=4, include_dashboard=False, dashboard_port=free_port(), log_to_driver=False,
                  logging_level="WARNING")
         started = True
     yield ray

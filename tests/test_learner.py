@@ -8,6 +8,8 @@ import logging
 import math
 import os
 import shutil
+import threading
+import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -15,6 +17,16 @@ from pathlib import Path
 import pytest
 import ray
 import torch
+from ray._raylet import PlacementGroupID
+from ray.exceptions import RayActorError
+from ray.train import ControllerError, WorkerGroupError
+from ray.train.v2._internal.exceptions import (
+    UserExceptionWithTraceback,
+    WorkerHealthCheckFailedError,
+    WorkerHealthCheckTimeoutError,
+)
+from ray.util import placement_group_table, remove_placement_group
+from ray.util.placement_group import PlacementGroup
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sgs.machinery.engines.hf import TransformersEngine
@@ -34,6 +46,7 @@ from sgs.machinery.learner import (
     train_models,
     truncate,
 )
+from sgs.machinery.learner.driver import lost_workers
 from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
 
 TINY = TinyModelSettings(
@@ -433,6 +446,69 @@ def test_one_run_trains_several_models_each_as_its_own_run_would(reference_run, 
             os.listdir(result.checkpoint_dir))
         assert [rank["rank"] for rank in result.placement] == [0, 1]
     assert not (tmp_path / "first" / STAGING_DIR).exists()
+
+
+@pytest.mark.slow
+def test_a_run_that_loses_its_workers_starts_again_from_the_base_checkpoint(reference_run, reference_examples,
+                                                                           checkpoint, tmp_path, caplog):
+    """Ray loses the run's workers (their placement group is removed, as when their node goes) after
+    the first job has reported and while the second trains: the run starts again from the base
+    checkpoint, once, and the jobs get what an undisturbed run gives them."""
+    examples, max_seq_len = reference_examples
+    settings = reference_settings("ddp", max_seq_len)
+    run_name = f"test-learner-lost-{uuid.uuid4().hex[:8]}"
+    jobs = [TrainJob(examples, checkpoint, "reinforce", str(tmp_path / "first"), seed=settings.seed),
+            # 20 times the examples: long enough to be cut off in the middle
+            TrainJob(examples * 20, checkpoint, "ei", str(tmp_path / "second"), seed=settings.seed + 1)]
+    first_reported = tmp_path / "first" / STAGING_DIR / run_name / "model-0"
+    removed: list[str] = []
+
+    def lose_the_workers() -> None:
+        deadline = time.monotonic() + 300
+        while not first_reported.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for group_id, entry in placement_group_table().items():
+            if entry["state"] == "CREATED":
+                remove_placement_group(PlacementGroup(PlacementGroupID.from_hex(group_id)))
+                removed.append(group_id)
+
+    loser = threading.Thread(target=lose_the_workers, daemon=True)
+    loser.start()
+    with caplog.at_level(logging.WARNING, logger="sgs.machinery.learner.driver"):
+        first, second = train_models(jobs, settings=settings, run_name=run_name)
+    loser.join()
+
+    assert len(removed) == 1, "the first job's checkpoint never appeared"
+    [restart] = [record.getMessage() for record in caplog.records if "lost its workers" in record.getMessage()]
+    assert "restart 1 of at most 2" in restart and first.restarts == second.restarts == 1
+    alone = reference_run("ddp")  # the first job's arguments, undisturbed
+    assert first.metrics == replace(alone.metrics, train_seconds=first.metrics.train_seconds,
+                                    tokens_per_second=first.metrics.tokens_per_second)
+    base = AutoModelForCausalLM.from_pretrained(checkpoint).state_dict()
+    weights = {name: AutoModelForCausalLM.from_pretrained(result.checkpoint_dir).state_dict()
+               for name, result in (("first", first), ("second", second), ("alone", alone))}
+    for name in base:
+        torch.testing.assert_close(weights["first"][name], weights["alone"][name], atol=1e-6, rtol=0, msg=name)
+    assert second.metrics.num_steps == 2 * 25  # 2 epochs of 100 examples in steps of 4
+    assert max((weights["second"][k] - base[k]).abs().max() for k in base) > 1e-2
+    assert not (tmp_path / "first" / STAGING_DIR).exists()
+
+
+def test_lost_workers_are_told_apart_from_errors_of_the_training_code():
+    """Only a run whose workers Ray lost is started again; one whose training code raised is not."""
+    actor_died = RayActorError()
+    assert lost_workers(ControllerError(actor_died))  # lost while the training function was launched
+    assert not lost_workers(ControllerError(ValueError("bad scaling config")))
+    assert lost_workers(WorkerGroupError("lost", {0: WorkerHealthCheckFailedError("dead", actor_died),
+                                                  1: WorkerHealthCheckTimeoutError("hung")}))
+    raised = UserExceptionWithTraceback(RuntimeError("CUDA out of memory"), traceback_str="...")
+    assert not lost_workers(WorkerGroupError("raised", {0: raised, 1: WorkerHealthCheckFailedError("dead", actor_died)}))
+    assert not lost_workers(WorkerGroupError("nothing", {}))
+
+
+def test_restarts_must_be_a_count():
+    with pytest.raises(ValueError, match="max_restarts must be a non-negative integer, got -1"):
+        TrainSettings(max_restarts=-1)
 
 
 def test_jobs_of_one_run_must_write_to_different_directories(checkpoint, tokenizer, tmp_path):

@@ -41,6 +41,7 @@ from sgs.state.records import Attempt, Completion, ConjectureScore, Target, prom
 from sgs.state.targets import batch_targets
 from sgs.method.roles import CONJECTURE_NAME_PREFIX, Failure, PromptSet, canonical_form
 from sgs.machinery.prompts import Prompter, chat_prompt
+from sgs import sft
 from sgs.sft import CACHE_SUBDIR, INFO_FILE
 from sgs.machinery.runtime import Checkpoint, backend_spec, colocated_gpu_ids
 from sgs.state.store import REQUIRED_METRICS, Store
@@ -460,6 +461,19 @@ def warm_run(tmp_path_factory, require_rocq, sgs_cache_dir):
         yield overrides
 
 
+@pytest.mark.slow
+def test_the_warm_start_command_answers_from_the_cache_without_starting_ray(warm_run, monkeypatch, capsys):
+    """The fixture's command made (or found) the warm start and its report; asked again, it
+    reads both and starts no Ray cluster (which would take 10-35 s here)."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("python -m sgs.sft started Ray for a cached warm start")
+
+    monkeypatch.setattr(sft, "start_ray", refuse)
+    assert sft.main(warm_run) == 0
+    said = capsys.readouterr().out
+    assert "(cached," in said and "warm-up: Solver pass@4" in said
+
+
 def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: int = 4) -> Store:
     """Everything a finished run directory must satisfy; returns the store (open: close it)."""
     store = Store.open(run_dir, None, yaml.safe_load((run_dir / "config.yaml").read_text()))
@@ -506,6 +520,7 @@ def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: in
     assert metrics[-1]["system_error_rate"] == 0.0
     # Nothing was lost in these runs (the fault tests live in test_engine_faults and test_pool).
     assert metrics[-1]["faults/engine_restarts/solver"] == metrics[-1]["faults/verifier_restarts"] == 0
+    assert metrics[-1]["faults/learner_restarts"] == 0
     return store
 
 

@@ -409,6 +409,10 @@ class ResourcesConfig:
     cpus_per_learner_worker: float = 1.0
     #: GPUs per learner worker; 0 trains on CPU (DDP with gloo).
     gpus_per_learner_worker: float = 0.0
+    #: A training run in which Ray loses workers (a worker process or its
+    #: node dies) is started again from its base checkpoint at most this many
+    #: times; an error the training code raises ends the run at once.
+    learner_restarts: int = 2
     #: Engines release accelerator memory during the training phase and take
     #: the new weights when they wake (vLLM sleep mode); null: when they share
     #: the learner's GPUs (``colocate_engines_with_learner``).

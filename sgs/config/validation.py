@@ -311,6 +311,7 @@ def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
         _at_least(problems, "resources.guide_engines", resources.guide_engines, 1)
     _at_least(problems, "resources.verifier_workers", resources.verifier_workers, 1)
     _at_least(problems, "resources.learner_workers", resources.learner_workers, 1)
+    _at_least(problems, "resources.learner_restarts", resources.learner_restarts, 0)
     for key in ("cpus_per_engine", "gpus_per_engine", "cpus_per_verifier",
                 "cpus_per_learner_worker", "gpus_per_learner_worker"):
         _at_least(problems, f"resources.{key}", getattr(resources, key), 0.0)

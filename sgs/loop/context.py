@@ -89,6 +89,8 @@ class RunContext:
         self.benchmark = benchmark
         self.language = cfg.prover.language
         self.tokens = self.verifications = 0
+        self.learner_restarts = 0
+        """Training runs started again after Ray lost their workers, in this process."""
         self.target_forms = {canonical_form(t.statement, self.language) for t in store.targets}
         self.benchmark_forms = frozenset(canonical_form(p.statement, self.language)
                                          for p in (benchmark.problems if benchmark is not None else ()))

@@ -142,6 +142,7 @@ class Loop:
         rt = self.ctx.rt
         counts = {"faults/verifier_restarts": rt.pool.stats.workers_restarted,
                   "faults/verifier_requeued": rt.pool.stats.requeued,
+                  "faults/learner_restarts": self.ctx.learner_restarts,
                   "faults/driver_resumes": int(self._resumed)}
         for role, group in rt.engines.items():
             counts[f"faults/engine_restarts/{role}"] = group.stats.actor_restarts

@@ -137,6 +137,7 @@ def learn(ctx: RunContext, iteration: int, jobs: dict[str, tuple[list[TrainExamp
                  weight_target=targets[role])
         for role, (examples, objective) in jobs.items()
     ], settings=settings, run_name=f"{ctx.run_name}-train-{iteration:04d}")
+    ctx.learner_restarts += max(result.restarts for result in results)
     for role, result in zip(jobs, results):
         numbers = {**asdict(result.metrics), "weights_sent_directly": float(result.weights_sent),
                    "weight_transfer_seconds": result.weight_transfer_seconds}

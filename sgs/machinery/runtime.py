@@ -211,6 +211,7 @@ def train_settings(cfg: SGSConfig) -> TrainSettings:
         use_gpu=res.gpus_per_learner_worker > 0,
         simulated_gpus=res.simulated_gpus > 0,
         placement_strategy=res.learner_placement,
+        max_restarts=res.learner_restarts,
         seed=cfg.seed,
     )
 

@@ -97,7 +97,8 @@ LOCK_FILE = ".lock"
 # resumed without allow_changes: how many iterations it runs, where its
 # directory now lives, where metrics go, which Ray cluster it joins and how
 # many proof checkers it uses, how actors are placed, whether engines sleep
-# during training, the periodic evaluation, and the prover service's settings.
+# during training, how often lost workers are replaced, the periodic
+# evaluation, and the prover service's settings.
 # None of them changes what an iteration computes.
 RESUMABLE_CONFIG_KEYS = (
     "iterations",
@@ -114,6 +115,7 @@ RESUMABLE_CONFIG_KEYS = (
     "resources.engine_sleep_level",
     "resources.engine_heartbeat_timeout_s",
     "resources.engine_restart_timeout_s",
+    "resources.learner_restarts",
     "evaluation.k",
     "evaluation.ks",
     "evaluation.samples_per_problem",

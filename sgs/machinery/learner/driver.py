@@ -4,12 +4,15 @@ plan the examples, put one shard per worker in the Ray object store (no
 shared file system needed; each worker fetches only its own), run the
 TorchTrainer, then move each checkpoint Ray Train stored into its
 ``output_dir`` and save the tokenizer beside it, so
-``TransformersEngine.load_weights`` can read the directory.
+``TransformersEngine.load_weights`` can read the directory.  A run in which
+Ray loses workers is started again from its base checkpoints
+(``TrainSettings.max_restarts``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from collections.abc import Sequence
@@ -18,8 +21,10 @@ from typing import Any
 
 import ray
 import ray.train
-from ray.train import RunConfig, ScalingConfig
+from ray.exceptions import RayActorError
+from ray.train import ControllerError, RunConfig, ScalingConfig, WorkerGroupError
 from ray.train.torch import TorchConfig, TorchTrainer
+from ray.train.v2._internal.exceptions import WorkerHealthCheckFailedError, WorkerHealthCheckTimeoutError
 from transformers import AutoConfig, AutoTokenizer
 
 from sgs.machinery.engines.weight_transfer import WeightTarget
@@ -43,6 +48,8 @@ from sgs.machinery.learner.worker import train_worker
 #: about 4 s longer (an empty one-worker run: 16-17 s at 2 s, 12-13 s at 0.5 s,
 #: 2 cores, 2026-11-26); a poll is one small call per worker.
 CONTROLLER_POLL_INTERVAL_S = "0.5"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -143,12 +150,35 @@ def train_models(jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name:
         return results
 
     staging = os.path.join(configs[0]["output_dir"], STAGING_DIR)
-    shutil.rmtree(staging, ignore_errors=True)
     for config in configs:
         os.makedirs(config["output_dir"], exist_ok=True)
     # Read when the run starts: the controller gets it from this process's environment.
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", CONTROLLER_POLL_INTERVAL_S)
-    trainer = TorchTrainer(
+    for attempt in range(settings.max_restarts + 1):
+        # A fresh start each time: Ray's state of a lost attempt is never reloaded.
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            result = _trainer(configs, settings, run_name, staging).fit()
+            break
+        except (ControllerError, WorkerGroupError) as error:
+            if attempt == settings.max_restarts or not lost_workers(error):
+                raise
+            log.warning("Ray Train run %r lost its workers (%s); starting it again from the base checkpoint "
+                        "(restart %d of at most %d)", run_name, error, attempt + 1, settings.max_restarts)
+    # One checkpoint per job, each reported with its job's index.
+    reported = {metrics["job"]: (checkpoint, metrics) for checkpoint, metrics in result.best_checkpoints or []}
+    for config in configs:
+        if config["job"] not in reported:
+            raise RuntimeError(f"Ray Train run {run_name!r} finished without a checkpoint for job {config['job']}")
+        checkpoint, metrics = reported[config["job"]]
+        results[config["job"]] = _collect(checkpoint, metrics, config, jobs[config["job"]], restarts=attempt)
+    shutil.rmtree(staging, ignore_errors=True)
+    return results
+
+
+def _trainer(configs: list[dict[str, Any]], settings: TrainSettings, run_name: str, staging: str) -> TorchTrainer:
+    """The Ray Train run of ``configs`` (one per job), its state kept under ``staging``."""
+    return TorchTrainer(
         train_worker,
         train_loop_config={"jobs": configs},
         scaling_config=ScalingConfig(
@@ -160,20 +190,25 @@ def train_models(jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name:
         torch_config=TorchConfig(backend="nccl" if settings.use_gpu and not settings.simulated_gpus else "gloo"),
         run_config=RunConfig(name=run_name, storage_path=staging),
     )
-    result = trainer.fit()
-    # One checkpoint per job, each reported with its job's index.
-    reported = {metrics["job"]: (checkpoint, metrics) for checkpoint, metrics in result.best_checkpoints or []}
-    for config in configs:
-        if config["job"] not in reported:
-            raise RuntimeError(f"Ray Train run {run_name!r} finished without a checkpoint for job {config['job']}")
-        checkpoint, metrics = reported[config["job"]]
-        results[config["job"]] = _collect(checkpoint, metrics, config, jobs[config["job"]])
-    shutil.rmtree(staging, ignore_errors=True)
-    return results
+
+
+def lost_workers(error: ControllerError | WorkerGroupError) -> bool:
+    """Whether a failed Ray Train run failed because Ray lost its workers (a
+    worker process or its node died, its placement group was removed), which
+    starting the run again can mend, rather than because the training code
+    raised, which it cannot.
+
+    Ray Train retries some of these itself, but not a worker lost while the
+    training function is being launched on it: that one comes back as a
+    ControllerError around a RayActorError (Ray 2.60)."""
+    if isinstance(error, ControllerError):
+        return isinstance(error.controller_failure, RayActorError)
+    lost = (RayActorError, WorkerHealthCheckFailedError, WorkerHealthCheckTimeoutError)
+    return bool(error.worker_failures) and all(isinstance(failure, lost) for failure in error.worker_failures.values())
 
 
 def _collect(checkpoint: ray.train.Checkpoint, reported: dict[str, Any], config: dict[str, Any],
-             job: TrainJob) -> TrainResult:
+             job: TrainJob, restarts: int) -> TrainResult:
     """Move one job's checkpoint from Ray's storage into its output_dir (with the tokenizer
     beside it, so engines can load the directory) and read its numbers."""
     output_dir = config["output_dir"]
@@ -201,6 +236,7 @@ def _collect(checkpoint: ray.train.Checkpoint, reported: dict[str, Any], config:
         weights_sent=reported.get("weights_sent", False),
         weight_transfer_seconds=reported.get("weight_transfer_seconds", 0.0),
         weight_transfer_error=reported.get("weight_transfer_error"),
+        restarts=restarts,
     )
 
 

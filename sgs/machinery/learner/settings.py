@@ -98,6 +98,10 @@ class TrainSettings:
     assigns one per worker as for real GPUs, but the workers compute on the CPU over gloo."""
     placement_strategy: str = "PACK"
     """Ray placement group strategy of the workers ("STRICT_PACK": all on one node)."""
+    max_restarts: int = 2
+    """Times a run that Ray lost its workers in (a worker process or node died, the placement group
+    was removed) is started again from its base checkpoint; errors the training code raises end the
+    run at once."""
     seed: int = 0
     """Seeds the example order and torch on the workers."""
 
@@ -106,6 +110,8 @@ class TrainSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"TrainSettings.{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.max_restarts, int) or self.max_restarts < 0:
+            raise ValueError(f"TrainSettings.max_restarts must be a non-negative integer, got {self.max_restarts!r}")
         for name in ("lr", "grad_clip", "cpus_per_worker"):
             value = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
@@ -170,3 +176,6 @@ class TrainResult:
     placement: list[dict[str, Any]] | None = None
     """Per rank: its node, the GPUs Ray assigned it, CUDA_VISIBLE_DEVICES, the device it
     computed on, the process group's backend and the strategy (None when nothing was trained)."""
+    restarts: int = 0
+    """Times the run was started again after Ray lost its workers (``TrainSettings.max_restarts``);
+    the same for every job of one run."""
