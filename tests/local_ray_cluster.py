@@ -90,6 +90,18 @@ class LocalRayCluster:
         """The name of a node as ``ray.nodes()`` describes it."""
         return next(name for name, port in self.ports.items() if port == node["NodeManagerPort"])
 
+    def node_running(self, title: str) -> str | None:
+        """The name of a node one of whose processes has ``title`` in its command line (Ray
+        titles an actor's worker process ``ray::<class name>``), or None."""
+        for name, node in self.nodes.items():
+            try:
+                for process in psutil.Process(node.pid).children(recursive=True):
+                    if title in " ".join(process.cmdline()):
+                        return name
+            except psutil.Error:
+                continue  # a process ended while we looked
+        return None
+
     def kill(self, name: str) -> None:
         """End node ``name`` abruptly, every process of it at once, as a machine failure would.
 

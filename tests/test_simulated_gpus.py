@@ -194,3 +194,52 @@ def test_cluster_of_simulated_gpu_nodes_places_by_node_and_survives_losing_one(t
         learner = after["learner"]["solver"]
         assert learner["world_size"] == 2 and {names[r["node_id"]] for r in learner["ranks"]} == {survivor}
     assert not cluster.leftover_pids(), "processes of the test's cluster outlived it"
+
+
+@pytest.mark.full  # make test-full; not in CI
+@pytest.mark.timeout(1800)
+def test_cluster_losing_the_learners_node_mid_training_trains_again_on_another(tmp_path, warm_run):  # noqa: F811
+    """Three GPU nodes of 4 GPUs for three one-GPU engines and a learner of two ranks packed on one
+    node (STRICT_PACK).  When the learner's node dies while the Solver trains (30 epochs, so that
+    it still does when Ray Train has said it started), the training run starts again on another
+    GPU node and the iteration completes, with the restart counted."""
+    run_dir = tmp_path / "run"
+    with LocalRayCluster() as cluster:
+        address = cluster.start_head("--num-cpus=2", "--num-gpus=0")
+        for name in ("gpu-a", "gpu-b", "gpu-c"):
+            cluster.add_node(name, "--num-cpus=6", "--num-gpus=4")
+        cluster.add_node("cpu", "--num-cpus=3", "--num-gpus=0", '--resources={"verifier_node": 1}')
+        names = {node["NodeID"]: cluster.name_of(node) for node in cluster.wait_for(5)}
+        command = sgs_command(
+            *small(warm_run), "resources=cluster", f"resources.ray_address={address}", "resources.simulated_gpus=12",
+            "resources.solver_engines=1", "resources.conjecturer_engines=1", "resources.guide_engines=1",
+            "resources.cpus_per_engine=1", "resources.verifier_workers=2", "resources.learner_workers=2",
+            "resources.cpus_per_learner_worker=1", "training.epochs_per_iteration=30", f"run_dir={run_dir}")
+
+        def said() -> str:
+            return (tmp_path / "stdout").read_text() + (tmp_path / "stderr").read_text()
+
+        with open(tmp_path / "stdout", "w") as out, open(tmp_path / "stderr", "w") as err:
+            run = subprocess.Popen(command, cwd=REPO, env=cluster.env, stdout=out, stderr=err)
+        try:
+            # Ray Train's controller says so once the training function runs on the workers.
+            deadline = time.monotonic() + 900
+            while "Started training worker group" not in said() and run.poll() is None:
+                assert time.monotonic() < deadline, "training never started"
+                time.sleep(0.05)
+            lost = cluster.node_running("ray::RayTrainWorker")
+            assert lost in ("gpu-a", "gpu-b", "gpu-c"), lost
+            cluster.kill(lost)
+            run.wait(timeout=900)
+        finally:
+            run.kill()
+            run.wait()
+        assert run.returncode == 0, said()[-3000:]
+        assert "lost its workers" in said() and "restart 1 of at most 2" in said()
+        metrics = read_jsonl(run_dir / "metrics.jsonl")
+        assert [m["iteration"] for m in metrics] == [0] and metrics[0]["faults/learner_restarts"] == 1
+        # The ranks of the run that finished: packed on one GPU node, not the lost one.
+        learner = read_json(run_dir / PLACEMENT_FILE)["learner"]["solver"]
+        [node] = {names[r["node_id"]] for r in learner["ranks"]}
+        assert learner["world_size"] == 2 and node in {"gpu-a", "gpu-b", "gpu-c"} - {lost}
+    assert not cluster.leftover_pids(), "processes of the test's cluster outlived it"
