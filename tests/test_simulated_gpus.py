@@ -124,6 +124,7 @@ def test_gpu_node_rehearsed_on_simulated_gpus(tmp_path, warm_run):  # noqa: F811
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 @pytest.mark.full  # make test-full; not in CI
 @pytest.mark.timeout(1800)
 def test_cluster_of_simulated_gpu_nodes_places_by_node_and_survives_losing_one(tmp_path, warm_run):  # noqa: F811
@@ -196,6 +197,7 @@ def test_cluster_of_simulated_gpu_nodes_places_by_node_and_survives_losing_one(t
     assert not cluster.leftover_pids(), "processes of the test's cluster outlived it"
 
 
+@pytest.mark.slow
 @pytest.mark.full  # make test-full; not in CI
 @pytest.mark.timeout(1800)
 def test_cluster_losing_the_learners_node_mid_training_trains_again_on_another(tmp_path, warm_run):  # noqa: F811
