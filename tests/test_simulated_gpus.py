@@ -124,7 +124,6 @@ def test_gpu_node_rehearsed_on_simulated_gpus(tmp_path, warm_run):  # noqa: F811
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 @pytest.mark.full  # make test-full; not in CI
 @pytest.mark.timeout(1800)
 def test_cluster_of_simulated_gpu_nodes_places_by_node_and_survives_losing_one(tmp_path, warm_run):  # noqa: F811
