@@ -461,6 +461,7 @@ def test_a_run_that_loses_its_workers_starts_again_from_the_base_checkpoint(refe
             # 20 times the examples: long enough to be cut off in the middle
             TrainJob(examples * 20, checkpoint, "ei", str(tmp_path / "second"), seed=settings.seed + 1)]
     first_reported = tmp_path / "first" / STAGING_DIR / run_name / "model-0"
+    earlier = set(placement_group_table())  # other tests' groups on a shared cluster are left alone
     removed: list[str] = []
 
     def lose_the_workers() -> None:
@@ -468,7 +469,7 @@ def test_a_run_that_loses_its_workers_starts_again_from_the_base_checkpoint(refe
         while not first_reported.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         for group_id, entry in placement_group_table().items():
-            if entry["state"] == "CREATED":
+            if entry["state"] == "CREATED" and group_id not in earlier:
                 remove_placement_group(PlacementGroup(PlacementGroupID.from_hex(group_id)))
                 removed.append(group_id)
 
