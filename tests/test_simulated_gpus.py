@@ -58,6 +58,21 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def start_cluster_run(tmp_path: Path, cluster: LocalRayCluster, warm_run: list[str], gpus: int,
+                      *overrides: str) -> subprocess.Popen:
+    """``python -m sgs`` on ``cluster`` (``gpus`` logical GPUs over its nodes) at the loop tests'
+    small size with one engine per role, two verifiers and two learner ranks; its output goes to
+    ``tmp_path/stdout`` and ``tmp_path/stderr`` (a pipe nobody reads while the test waits would
+    fill and stall the run)."""
+    command = sgs_command(
+        *small(warm_run), "resources=cluster", f"resources.ray_address={cluster.address}",
+        f"resources.simulated_gpus={gpus}", "resources.solver_engines=1", "resources.conjecturer_engines=1",
+        "resources.guide_engines=1", "resources.cpus_per_engine=1", "resources.verifier_workers=2",
+        "resources.learner_workers=2", "resources.cpus_per_learner_worker=1", *overrides)
+    with open(tmp_path / "stdout", "w") as out, open(tmp_path / "stderr", "w") as err:
+        return subprocess.Popen(command, cwd=REPO, env=cluster.env, stdout=out, stderr=err)
+
+
 def test_colocated_engines_are_pinned_to_the_gpu_ids_ray_gives_the_learner(monkeypatch):
     """On a node shared through CUDA_VISIBLE_DEVICES (a scheduler's "4,5,6,7"), Ray's GPU ids are
     those, and the colocated engines must be pinned to them, not to 0-3."""
@@ -145,14 +160,7 @@ def test_cluster_of_simulated_gpu_nodes_places_by_node_and_survives_losing_one(t
         seen = json.loads(plain.stdout.strip().splitlines()[-1])
         assert "verifier_node" not in seen and seen.get("GPU", 0) == 0
 
-        command = sgs_command(
-            *small(warm_run), "resources=cluster", f"resources.ray_address={address}", "resources.simulated_gpus=10",
-            "resources.solver_engines=1", "resources.conjecturer_engines=1", "resources.guide_engines=1",
-            "resources.cpus_per_engine=1", "resources.verifier_workers=2", "resources.learner_workers=2",
-            "resources.cpus_per_learner_worker=1", f"run_dir={run_dir}")
-        # Output to files: a pipe nobody reads while the test waits would fill and stall the run.
-        with open(tmp_path / "stdout", "w") as out, open(tmp_path / "stderr", "w") as err:
-            run = subprocess.Popen(command, cwd=REPO, env=cluster.env, stdout=out, stderr=err)
+        run = start_cluster_run(tmp_path, cluster, warm_run, 10, f"run_dir={run_dir}")
         try:
             # As the prove phase starts, lose the node that runs the Solver's engine.
             started = run_dir / "iter_0000" / "phase_conjecture.done"
@@ -206,22 +214,17 @@ def test_cluster_losing_the_learners_node_mid_training_trains_again_on_another(t
     GPU node and the iteration completes, with the restart counted."""
     run_dir = tmp_path / "run"
     with LocalRayCluster() as cluster:
-        address = cluster.start_head("--num-cpus=2", "--num-gpus=0")
+        cluster.start_head("--num-cpus=2", "--num-gpus=0")
         for name in ("gpu-a", "gpu-b", "gpu-c"):
             cluster.add_node(name, "--num-cpus=6", "--num-gpus=4")
         cluster.add_node("cpu", "--num-cpus=3", "--num-gpus=0", '--resources={"verifier_node": 1}')
         names = {node["NodeID"]: cluster.name_of(node) for node in cluster.wait_for(5)}
-        command = sgs_command(
-            *small(warm_run), "resources=cluster", f"resources.ray_address={address}", "resources.simulated_gpus=12",
-            "resources.solver_engines=1", "resources.conjecturer_engines=1", "resources.guide_engines=1",
-            "resources.cpus_per_engine=1", "resources.verifier_workers=2", "resources.learner_workers=2",
-            "resources.cpus_per_learner_worker=1", "training.epochs_per_iteration=30", f"run_dir={run_dir}")
 
         def said() -> str:
             return (tmp_path / "stdout").read_text() + (tmp_path / "stderr").read_text()
 
-        with open(tmp_path / "stdout", "w") as out, open(tmp_path / "stderr", "w") as err:
-            run = subprocess.Popen(command, cwd=REPO, env=cluster.env, stdout=out, stderr=err)
+        run = start_cluster_run(tmp_path, cluster, warm_run, 12, "training.epochs_per_iteration=30",
+                                f"run_dir={run_dir}")
         try:
             # Ray Train's controller says so once the training function runs on the workers.
             deadline = time.monotonic() + 900
