@@ -289,10 +289,12 @@ def _sgs(*overrides: str, timeout: float = 120, **env_vars: str) -> subprocess.C
 
 
 def test_an_invalid_config_exits_2_naming_every_problem(tmp_path):
-    proc = _sgs("iterations=0", "method.num_solver_samples=0", f"run_dir={tmp_path / 'run'}")
+    proc = _sgs("iterations=0", "method.num_solver_samples=0", "resources.learner_restarts=-1",
+                f"run_dir={tmp_path / 'run'}")
     assert proc.returncode == 2, proc.stderr
     assert "iterations=0 must be at least 1" in proc.stderr
     assert "method.num_solver_samples=0" in proc.stderr
+    assert "resources.learner_restarts=-1 must be at least 0" in proc.stderr
     assert not (tmp_path / "run" / "config.yaml").exists()
 
 
