@@ -110,8 +110,6 @@ def test_sentences_are_exact_slices_of_the_source():
     ("auto...x ", "syntax:ellipsis"),
     ("auto.... ", "syntax:ellipsis"),
     ("x.(* c *) y.", "syntax:comment"),        # Coq reads '.(' as a keyword here
-    ("a *) b.", "syntax:comment"),
-    ("*) b.", "syntax:comment"),
     ("2: { {|x. }", "syntax:brace"),
     ("2: {{ a. }", "syntax:brace"),
 ])
@@ -175,6 +173,18 @@ def test_too_many_sentences_are_refused():
     "Proof using. lia. Qed.",
     "Proof with auto. split... Qed.",
     "Proof. lia. Defined.",
+    # forms of the Coq 8.16 standard library's own proofs
+    "Proof. intros. Z.swap_greater. Z.order. Qed.",
+    "Proof. intros. Z.le_elim H. Z.to_euclidean_division_equations. lia. Qed.",
+    "Proof. split; (auto with *). Qed.",
+    "Proof. intuition (auto with *). Qed.",
+    "Proof. split; [ exact I |(* the right one *) exact I ]. Qed.",
+    "Proof. repeat split; [ exact I .. ]. Qed.",
+    "Proof. repeat split; [> exact I .. ]. Qed.",
+    "Proof. repeat split; [ exact I | .. ]. Qed.",
+    "Proof. Open Scope Z_scope. lia. Qed.",
+    "Proof. Local Open Scope Z_scope. Close Scope Z_scope. lia. Qed.",
+    "Proof. Eval cbv in 1 + 1. exact I. Qed.",
 ])
 def test_well_formed_proofs_are_accepted(proof):
     sentences = validate_proof(proof)
@@ -264,11 +274,63 @@ def test_well_formed_proofs_are_accepted(proof):
     ("Proof. exact I. Qed. junk", "syntax:unterminated"),
     ("Proof. #[local] Hint Resolve I. Qed.", "banned:#[attributes]"),
     ("Proof. start ltac profiling. exact I. Qed.", "banned:ltac_profiling"),
+    ("Proof. infoH start ltac profiling. exact I. Qed.", "banned:ltac_profiling"),
+    ("Proof. Check ltac:(start ltac profiling; exact I). exact I. Qed.", "banned:ltac_profiling"),
+    ("Proof with start ltac profiling. exact I. Qed.", "banned:ltac_profiling"),
+    ("Proof. Print LoadPath. exact I. Qed.", "banned:Print LoadPath"),
+    ("Proof. Print ML Path. exact I. Qed.", "banned:Print ML Path"),
+    ("Proof. Open Scope Z_scope. Admitted.", "banned:Admitted"),
+    ("Proof. Z.order. Admitted.", "banned:Admitted"),
+    ("Proof. Z.order; admit. Qed.", "banned:admit"),
+    ("Proof. Print.Admitted. Qed.", "banned:Admitted"),
+    ("Proof. Abort.foo. Qed.", "banned:Abort"),
+    # Coq 8.16's known soundness bugs (lean_env.rocq.known_bugs)
+    ("Proof. fix f 1. intros n. exact (f n). Qed.", "known_bug:fixpoints"),
+    ("Proof. cofix c. exact c. Qed.", "known_bug:fixpoints"),
+    ("Proof. exact ((fix f (n : nat) : False := f n) 0). Qed.", "known_bug:fixpoints"),
+    ("Proof. refine (let fix f (n : nat) : False := f n in f 0). Qed.", "known_bug:fixpoints"),
+    ("Proof with fix f 1. exact I. Qed.", "known_bug:fixpoints"),
+    ("Proof. Check (fix f (n : nat) : nat := 0). exact I. Qed.", "known_bug:fixpoints"),
+    ("Proof. vm_compute. reflexivity. Qed.", "known_bug:vm_reduction"),
+    ("Proof. native_compute. reflexivity. Qed.", "known_bug:vm_reduction"),
+    ("Proof. exact (eq_refl <: 1 = 1). Qed.", "known_bug:vm_reduction"),
+    ("Proof. exact (eq_refl <<: 1 = 1). Qed.", "known_bug:vm_reduction"),
+    ("Proof. Compute 1 + 1. exact I. Qed.", "known_bug:vm_reduction"),
+    ("Proof. Eval vm_compute in 1 + 1. exact I. Qed.", "known_bug:vm_reduction"),
+    ("Proof. all: vm_compute. Qed.", "known_bug:vm_reduction"),
     ("Proof. (* outer (* inner *) *) Admitted. (* Qed. *)", "banned:Admitted"),
     ('Proof. idtac "unterminated. Qed.', "syntax:unterminated"),
 ])
 def test_hostile_proofs_are_refused_with_a_reason(proof, expected):
     assert reason(validate_proof, proof) == expected
+
+
+def test_known_bug_features_pass_when_the_config_allows_them():
+    proof = "Proof. fix f 1. vm_compute. exact (eq_refl <: 1 = 1). Compute 1. Qed."
+    assert reason(validate_proof, proof, allowed=frozenset({"fixpoints"})) == "known_bug:vm_reduction"
+    assert reason(validate_proof, proof, allowed=frozenset({"vm_reduction"})) == "known_bug:fixpoints"
+    validate_proof(proof, allowed=frozenset({"fixpoints", "vm_reduction"}))
+    statement = "Theorem t : (fix f (n : nat) : nat := 0) 0 = 0."
+    assert reason(validate_statement, statement) == "known_bug:fixpoints"
+    assert validate_statement(statement, allowed=frozenset({"fixpoints"})).name == "t"
+    assert reason(validate_tactics, "fix f 1.") == "known_bug:fixpoints"
+    validate_tactics("fix f 1.", allowed=frozenset({"fixpoints"}))
+
+
+def test_known_bug_words_inside_names_comments_and_strings_do_not_count():
+    validate_proof("Proof. (* fix it with vm_compute *) exact (Wf.Fix_eq). Qed.")
+    validate_proof('Proof. idtac "fix <: Compute". apply fix_lemma. apply Nat.fix_point. Qed.')
+
+
+def test_the_ellipsis_must_stand_between_blanks():
+    assert texts("[ auto .. ]. [> auto .. ].") == ["[ auto .. ].", "[> auto .. ]."]
+    assert reason(split_sentences, "[ auto..]. ") == "syntax:ellipsis"
+    assert reason(split_sentences, "[ auto ..x ]. ") == "syntax:ellipsis"
+
+
+def test_a_comment_end_outside_a_comment_is_two_tokens():
+    # as Coq 8.16 lexes it: '*' then ')', so ``auto with *)`` closes the parenthesis
+    assert texts("(auto with *). *) b.") == ["(auto with *).", "*", ") b."]
 
 
 def test_comment_or_string_hidden_keywords_do_not_count():
@@ -311,6 +373,10 @@ def test_statements_name_their_theorem(statement, keyword, name):
     ("Theorem t@{u} : True.", "statement_shape"),
     ("Theorem : True.", "statement_shape"),
     ("Theorem a : True with b : True.", "statement_shape"),
+    ("Theorem a : forall αmatch : nat, True with b : True.", "statement_shape"),
+    ("Theorem a : forall matchα : nat, True with b : True.", "statement_shape"),
+    ("Theorem t : (fix f (n : nat) : nat := 0) 0 = 0.", "known_bug:fixpoints"),
+    ("Theorem t : (eq_refl <: 0 = 0) = eq_refl.", "known_bug:vm_reduction"),
     ("Theorem t : True", "syntax:unterminated"),
     ("Theorem t : ltac:(exact True).", "banned:ltac"),
     ("Theorem t : (ltac:(admit) : Prop).", "banned:admit"),

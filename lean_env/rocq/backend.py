@@ -6,7 +6,8 @@ learns to write.  A proof is valid when all of this holds:
 1. the header, the statement and the body pass :mod:`lean_env.rocq.checks`
    (``Proof.``/``Proof using``/``Proof with``, then tactic sentences and the
    print-only queries :mod:`lean_env.rocq.commands` allows, then ``Qed.`` or
-   ``Defined.``, nothing after it);
+   ``Defined.``, nothing after it; nothing that reaches a known bug of Coq
+   8.16, :mod:`lean_env.rocq.known_bugs`, unless the config allows it);
 2. in a coqtop session at the state right after the header, the trusted
    statement opens exactly the proof of its name;
 3. every body sentence, sent one at a time, moves Coq to a new state and
@@ -129,6 +130,8 @@ class RocqBackend(ProverBackend):
         self._env = self.config.child_env()
         self._limits = self.config.limits()
         self._allowed_axioms = frozenset(self.config.allowed_axioms)
+        #: known-bug classes this deployment lets through (:mod:`lean_env.rocq.known_bugs`)
+        self._allowed_features = frozenset(self.config.allow_bug_prone_features)
         #: the axiom census (``None`` when disabled or coqchk is unusable)
         self.census = AxiomCensus.create(self.config, self._coq_version) if self.config.axiom_census else None
         #: draws which census-covered proofs are audited anyway (seeded: reproducible)
@@ -164,9 +167,9 @@ class RocqBackend(ProverBackend):
         """The task's header, statement and proof split into checked sentences;
         raises :class:`RocqTextError` for text the checks refuse."""
         header = self._validate_header(getattr(task, "header", None))
-        statement = validate_statement(getattr(task, "statement", None), max_chars=self.config.max_statement_chars)
+        statement = self._validate_statement(getattr(task, "statement", None))
         body = validate_proof(getattr(task, "proof", None), max_chars=self.config.max_proof_chars,
-                              max_sentences=self.config.max_sentences)
+                              max_sentences=self.config.max_sentences, allowed=self._allowed_features)
         return header, statement, body
 
     def check_statement(self, header: str, statement: str, timeout: Optional[float] = None) -> Verdict:
@@ -174,7 +177,7 @@ class RocqBackend(ProverBackend):
         limit = self._timeout(timeout)
         try:
             sentences = self._validate_header(header)
-            parsed = validate_statement(statement, max_chars=self.config.max_statement_chars)
+            parsed = self._validate_statement(statement)
         except RocqTextError as e:
             return self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
         return self._attempt(lambda session: self._elaborate(session, sentences, parsed, limit), started)
@@ -269,7 +272,7 @@ class RocqBackend(ProverBackend):
         self._proof = None
         try:
             sentences = self._validate_header(header)
-            parsed = validate_statement(statement, max_chars=self.config.max_statement_chars)
+            parsed = self._validate_statement(statement)
         except RocqTextError as e:
             verdict = self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
             return TacticResult("failed", messages=list(verdict.messages), verdict=verdict)
@@ -301,7 +304,7 @@ class RocqBackend(ProverBackend):
             raise RuntimeError("no proof in progress: call start_proof first")
         try:
             sentences = validate_tactics(tactic, max_chars=self.config.max_proof_chars,
-                                         max_sentences=self.config.max_sentences)
+                                         max_sentences=self.config.max_sentences, allowed=self._allowed_features)
         except RocqTextError as e:
             return TacticResult("error", goals=proof.goals, messages=[e.detail])
         session = proof.session
@@ -431,6 +434,10 @@ class RocqBackend(ProverBackend):
     # -- helpers ----------------------------------------------------------
     def _validate_header(self, header: object) -> list[Sentence]:
         return validate_header(header, max_chars=self.config.max_header_chars)
+
+    def _validate_statement(self, statement: object) -> Statement:
+        return validate_statement(statement, max_chars=self.config.max_statement_chars,
+                                  allowed=self._allowed_features)
 
     def _timeout(self, timeout: Optional[float]) -> float:
         value = self.config.timeout if timeout is None else timeout

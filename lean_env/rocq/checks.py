@@ -13,12 +13,15 @@ Splitting rules (Coq's ``CLexer``):
 * a ``.`` ends a sentence only when followed by a blank (space, tab, newline,
   carriage return) or the end of the text, so ``Nat.add_comm`` and ``x.(f)``
   do not end one; ``...`` followed by a blank ends a tactic sentence too
-  (``split...`` runs the ``Proof with`` tactic after ``split``);
+  (``split...`` runs the ``Proof with`` tactic after ``split``); `` .. ``
+  between blanks (or before ``]``) is the goal selectors' ellipsis
+  (``[ tac .. ]``);
+* outside a comment ``*)`` is two tokens, ``*`` and ``)`` (``auto with *)``);
 * at the start of a sentence a run of one bullet character (``-``, ``+``,
   ``*``) is a sentence of its own, and so are ``{`` and ``}``; ``2: {`` and
   ``[x]: {`` are sentences too.
 
-Where Coq's behaviour depends on the keyword table (``..`` elsewhere, ``.(*``)
+Where Coq's behaviour depends on the keyword table (other ``..``, ``.(*``)
 we refuse the text instead of guessing.  The coqtop session independently
 verifies that Coq saw exactly one sentence per sentence sent, so a splitting
 mistake here can only turn into a rejection, never into an accepted proof.
@@ -30,11 +33,15 @@ allows (queries that only print, such as ``Show``, ``Check``, ``Search``,
 and ``Unshelve``), and ends with ``Qed.`` or ``Defined.``.  Every other
 command is refused with the reason its row in that table gives
 (``banned:Unset Guard Checking``, ``banned:Fail``, ...); a capitalised
-sentence start that is no command is ``unknown_command``.  Command words
+sentence start that is no command is ``unknown_command``, unless it is a
+qualified name (``Z.order.``: a tactic of a module).  Command words
 (``Admitted``, ``Axiom``, ...) are refused anywhere in a sentence, so none
 can be smuggled inside ``ltac:(...)``; tactics that leave holes or skip
 checks (``admit``, ``give_up``, ``*_no_check``) and Ltac profiling are
-refused too.
+refused too, anywhere in a sentence.  So are, unless
+``RocqConfig.allow_bug_prone_features`` names them, the features through
+which proof text reaches Coq 8.16's known soundness bugs
+(:mod:`lean_env.rocq.known_bugs`: ``fix``/``cofix``, the VM).
 
 Statements (see :func:`validate_statement`), trusted task statements and
 untrusted conjectures alike, are one ``<keyword> name ... : type.`` sentence
@@ -42,8 +49,8 @@ with a keyword from :data:`THEOREM_KEYWORDS` and a name that is a Rocq
 identifier (Unicode letters included: ``Theorem 証明 : ...``); headers (see
 :func:`validate_header`) only load libraries and open or close scopes.
 
-Reasons (the verdict's ``reason``, also metric keys): ``banned:<command>``
-and ``banned:<word>`` (finite: :data:`REJECTION_REASONS`),
+Reasons (the verdict's ``reason``, also metric keys): ``banned:<command>``,
+``banned:<word>`` and ``known_bug:<class>`` (finite: :data:`REJECTION_REASONS`),
 ``unknown_command``, ``not_a_tactic``, ``banned:Proof_variant``,
 ``proof_start``, ``proof_end``, ``after_qed``, ``empty``, ``too_long``,
 ``bad_input``, ``bad_character``, ``syntax:<what>``, ``statement_shape``,
@@ -59,6 +66,8 @@ from typing import Literal
 
 from lean_env.rocq.commands import REJECTION_REASONS as COMMAND_REASONS
 from lean_env.rocq.commands import classify, head_words
+from lean_env.rocq.known_bugs import REJECTION_REASONS as KNOWN_BUG_REASONS
+from lean_env.rocq.known_bugs import find_bug_prone, refusal_detail
 
 #: theorem-like keywords accepted at the start of a statement
 THEOREM_KEYWORDS = ("Theorem", "Lemma", "Example", "Corollary", "Proposition", "Fact", "Remark")
@@ -80,8 +89,9 @@ BANNED_WORDS = frozenset({
     "Redirect", "Extraction", "Drop", "Load", "Cd",
 })
 
-#: every ``banned:...`` reason a proof, tactic step or statement can be refused with
-REJECTION_REASONS = COMMAND_REASONS | frozenset(
+#: every ``banned:...`` and ``known_bug:...`` reason a proof, tactic step or
+#: statement can be refused with
+REJECTION_REASONS = COMMAND_REASONS | KNOWN_BUG_REASONS | frozenset(
     f"banned:{word}" for word in {*BANNED_WORDS, *BANNED_TACTICS, "ltac", "ltac2", "ltac_profiling",
                                   "Proof_variant"})
 
@@ -97,8 +107,9 @@ _BLANKS = " \t\n\r"
 #: ``_`` and ``'``.  Where Coq reads a name differently, the session's check
 #: that the statement opens exactly the proof of that name refuses it.
 _IDENT = r"[^\W\d][\w']*"
-#: characters after which ``(*`` certainly starts a comment (no keyword ends there)
-_SAFE_BEFORE_COMMENT = set(_BLANKS) | set("()[]{}\",;_'") | set(
+#: characters after which ``(*`` certainly starts a comment (no keyword of
+#: Coq's or of the standard library's notations ends there)
+_SAFE_BEFORE_COMMENT = set(_BLANKS) | set("()[]{}\",;_'|") | set(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 #: ``2: {`` / ``[x]: {`` at the start of a sentence (a focusing brace command)
 _SELECTOR_BRACE = re.compile(rf"(?:\d+|\[\s*{_IDENT}\s*\])[ \t\n\r]*:[ \t\n\r]*\{{")
@@ -107,6 +118,11 @@ _SELECTOR = re.compile(
     rf"(?:all|par|!|\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*|\[\s*{_IDENT}\s*\])\s*:\s*")
 _STATEMENT_HEAD = re.compile(rf"({'|'.join(THEOREM_KEYWORDS)})\s+({_IDENT})(?=[\s(\[{{`:])")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
+#: a qualified name at the start of a sentence (``Z.order``, ``Nat.le_elim H``):
+#: never a command, since commands are keywords without dots
+_QUALIFIED_HEAD = re.compile(r"([^\W\d][\w']*)\.(?=[^\W\d])")
+#: Ltac's profiler, whose output and state outlive the proof
+_LTAC_PROFILING = re.compile(r"(?<![A-Za-z0-9_'])ltac\s+profil")
 #: characters refused everywhere: controls (except tab, newline, CR), format
 #: characters (bidi overrides, zero-width joiners), surrogates, private-use and
 #: unassigned code points, and every space other than U+0020
@@ -203,8 +219,7 @@ def split_sentences(text: str) -> list[Sentence]:
                 code.append(ch)
             i += 1
             continue
-        if text.startswith("*)", i):
-            raise RocqTextError("syntax:comment", f"'*)' outside a comment at offset {i}")
+        # outside a comment Coq reads '*)' as the tokens '*' and ')' (``auto with *)``)
         if start is None and at_start and ch in "-+*":
             j = i
             while j < n and text[j] == ch:
@@ -248,7 +263,14 @@ def split_sentences(text: str) -> list[Sentence]:
                 at_start = True
                 continue
             if nxt == ".":
-                raise RocqTextError("syntax:ellipsis", f"'..' at offset {i} is not accepted")
+                after = text[i + 2] if i + 2 < n else ""
+                if not (text[i - 1] in _BLANKS and (after in _BLANKS or after == "]")):
+                    raise RocqTextError("syntax:ellipsis", f"'..' at offset {i} is not accepted")
+                # the goal selectors' ellipsis, ``[ tac .. ]``: one token, no sentence end
+                code.append("..")
+                i += 2
+                at_start = False
+                continue
             code.append(".")
             i += 1
             if nxt == "" or nxt in _BLANKS:
@@ -312,10 +334,23 @@ def _is(sentence: Sentence, pattern: str) -> bool:
     return re.fullmatch(pattern, sentence.code) is not None
 
 
-def _check_banned_words(sentence: Sentence) -> None:
-    banned = sorted((BANNED_WORDS | BANNED_TACTICS).intersection(sentence.words()))
+def _check_banned_words(sentence: Sentence, allowed: frozenset[str]) -> None:
+    """Refuse banned words, Ltac profiling and the features of known prover
+    bugs (:mod:`lean_env.rocq.known_bugs`) not in ``allowed``, anywhere in
+    the sentence's code."""
+    words = sentence.words()
+    banned = sorted((BANNED_WORDS | BANNED_TACTICS).intersection(words))
     if banned:
         raise RocqTextError(f"banned:{banned[0]}", f"{banned[0]!r} is not allowed in {sentence.text[:80]!r}")
+    if _LTAC_PROFILING.search(sentence.code):
+        raise RocqTextError("banned:ltac_profiling", "Ltac profiling is not allowed")
+    _check_known_bugs(sentence, allowed)
+
+
+def _check_known_bugs(sentence: Sentence, allowed: frozenset[str]) -> None:
+    bug_class = find_bug_prone(sentence.code, sentence.words(), allowed)
+    if bug_class is not None:
+        raise RocqTextError(bug_class.reason, refusal_detail(bug_class, sentence.text))
 
 
 def _words_after(code: str, words: tuple[str, ...]) -> str:
@@ -325,16 +360,21 @@ def _words_after(code: str, words: tuple[str, ...]) -> str:
     return code[m.end():]
 
 
-def check_tactic_sentence(sentence: Sentence) -> None:
+def check_tactic_sentence(sentence: Sentence, allowed: frozenset[str] = frozenset()) -> None:
     """Accept a bullet, a brace, a sentence that runs tactics or a command
     the table (:mod:`lean_env.rocq.commands`) allows; refuse everything else
-    with a ``banned:<command>``, ``banned:<word>``, ``unknown_command`` or
-    ``not_a_tactic`` reason."""
+    with a ``banned:<command>``, ``banned:<word>``, ``known_bug:<class>``,
+    ``unknown_command`` or ``not_a_tactic`` reason.  ``allowed`` names the
+    known-bug classes to let through."""
     if sentence.kind != "command":
         return
     code = sentence.code
     selector = _SELECTOR.match(code)
     body = code[selector.end():] if selector else code
+    qualified = _QUALIFIED_HEAD.match(body)
+    if qualified and classify((qualified.group(1),)) is None and qualified.group(1) not in BANNED_WORDS:
+        _check_banned_words(sentence, allowed)   # a tactic of a module: ``Z.order.``
+        return
     command = classify(head_words(body))
     if command is not None:
         if not command.allowed:
@@ -342,11 +382,10 @@ def check_tactic_sentence(sentence: Sentence) -> None:
         if selector:
             raise RocqTextError("not_a_tactic", f"a goal selector cannot apply to the command {command.name!r}")
         rest = _words_after(body, command.words)
-        _check_banned_words(Sentence(text=sentence.text, start=sentence.start, kind="command", code=rest))
+        _check_banned_words(Sentence(text=sentence.text, start=sentence.start, kind="command", code=rest), allowed)
+        _check_known_bugs(sentence, allowed)   # the command itself may reach one (``Compute``)
         return
-    _check_banned_words(sentence)
-    if re.search(r"(?<![A-Za-z0-9_'])ltac\s+profil", code):
-        raise RocqTextError("banned:ltac_profiling", "Ltac profiling is not allowed")
+    _check_banned_words(sentence, allowed)
     if body[:1].isupper():
         raise RocqTextError("unknown_command", f"{sentence.text[:80]!r} starts with a word that is neither a "
                             "tactic nor a command allowed in a proof")
@@ -354,12 +393,15 @@ def check_tactic_sentence(sentence: Sentence) -> None:
         raise RocqTextError("not_a_tactic", f"{sentence.text[:80]!r} does not start with a tactic")
 
 
-def validate_proof(proof: object, *, max_chars: int = 50_000, max_sentences: int = 2_000) -> list[Sentence]:
+def validate_proof(proof: object, *, max_chars: int = 50_000, max_sentences: int = 2_000,
+                   allowed: frozenset[str] = frozenset()) -> list[Sentence]:
     """Check an untrusted proof body and return its sentences.
 
     The body must be ``Proof.`` (or ``Proof using ... .`` / ``Proof with
     tactic.``), then tactic sentences and allowed commands, then ``Qed.`` or
-    ``Defined.`` with nothing but blanks and comments after it.
+    ``Defined.`` with nothing but blanks and comments after it.  ``allowed``
+    names the known-bug classes (:mod:`lean_env.rocq.known_bugs`) to let
+    through.
     """
     text = check_characters(proof, max_chars=max_chars, what="proof")
     sentences = split_sentences(text)
@@ -367,7 +409,7 @@ def validate_proof(proof: object, *, max_chars: int = 50_000, max_sentences: int
         raise RocqTextError("empty", "the proof is empty")
     if len(sentences) > max_sentences:
         raise RocqTextError("too_long", f"{len(sentences)} sentences (at most {max_sentences})")
-    _check_proof_head(sentences[0])
+    _check_proof_head(sentences[0], allowed)
     if len(sentences) == 1:
         raise RocqTextError("proof_end", "the proof must end with 'Qed.' or 'Defined.'")
     *middle, last = sentences[1:]
@@ -375,9 +417,9 @@ def validate_proof(proof: object, *, max_chars: int = 50_000, max_sentences: int
         if _is(sentence, _CLOSING):
             trailing = sentences[i + 2].text[:80]
             raise RocqTextError("after_qed", f"text after the proof is closed: {trailing!r}")
-        check_tactic_sentence(sentence)
+        check_tactic_sentence(sentence, allowed)
     if not _is(last, _CLOSING):
-        check_tactic_sentence(last)  # names the command when the proof ends with Admitted/Abort/...
+        check_tactic_sentence(last, allowed)  # names the command when the proof ends with Admitted/Abort/...
         raise RocqTextError("proof_end", f"the proof must end with 'Qed.' or 'Defined.', not {last.text[:80]!r}")
     return sentences
 
@@ -387,14 +429,15 @@ def validate_proof(proof: object, *, max_chars: int = 50_000, max_sentences: int
 _CLOSING = r"(?:Qed|Defined)\s*\."
 
 
-def _check_proof_head(head: Sentence) -> None:
+def _check_proof_head(head: Sentence, allowed: frozenset[str]) -> None:
     """``Proof.``, ``Proof using <names>.``, ``Proof with <tactic>.`` or
     both; the rest of the sentence may hold no banned word."""
     if head.kind == "command" and _is(head, r"Proof\s*\."):
         return
     variant = re.fullmatch(r"Proof\s+(?:using|with)\b(.*)", head.code, re.S)
     if head.kind == "command" and variant:
-        _check_banned_words(Sentence(text=head.text, start=head.start, kind="command", code=variant.group(1)))
+        _check_banned_words(Sentence(text=head.text, start=head.start, kind="command", code=variant.group(1)),
+                            allowed)
         return
     command = classify(head_words(head.code))
     if command is not None and command.words != ("Proof",):
@@ -406,14 +449,17 @@ def _check_proof_head(head: Sentence) -> None:
     raise RocqTextError("proof_start", f"the proof must start with 'Proof.', not {head.text[:80]!r}")
 
 
-def validate_statement(statement: object, *, max_chars: int = 10_000) -> Statement:
+def validate_statement(statement: object, *, max_chars: int = 10_000,
+                       allowed: frozenset[str] = frozenset()) -> Statement:
     """Check a theorem statement: exactly one ``Theorem name ... : type.``
     sentence (or another keyword of :data:`THEOREM_KEYWORDS`), declaring
     exactly one theorem, with no tactics or holes inside.
 
     Used for trusted task statements and for untrusted conjectures alike.
     Whether the statement elaborates (including whether it has a ``:`` and a
-    type) is for Coq to say.
+    type) is for Coq to say.  The known-bug features (a ``fix`` in the type
+    would let a conjecture carry its own proof of ``False``) are refused
+    unless named in ``allowed``.
     """
     text = check_characters(statement, max_chars=max_chars, what="statement")
     sentences = split_sentences(text)
@@ -426,7 +472,7 @@ def validate_statement(statement: object, *, max_chars: int = 10_000) -> Stateme
                             f"expected '<{'|'.join(THEOREM_KEYWORDS)}> name ... : type.', got {sentence.text[:80]!r}")
     keyword, name = head.groups()
     rest = Sentence(text=sentence.text, start=sentence.start, kind="command", code=sentence.code[head.end():])
-    _check_banned_words(rest)
+    _check_banned_words(rest, allowed)
     tactics = sorted({"ltac", "ltac2"}.intersection(rest.words()))
     if tactics:
         raise RocqTextError(f"banned:{tactics[0]}", "tactics inside a statement are not allowed")
@@ -440,7 +486,8 @@ def _has_mutual_with(code: str) -> bool:
     (a mutual ``Theorem a : A with b : B``)."""
     depth = 0
     open_matches = 0
-    for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_']*|[()\[\]{}]", code):
+    # whole identifiers, Unicode letters included: ``αmatch`` is a name, not ``match``
+    for m in re.finditer(rf"{_IDENT}|[()\[\]{{}}]", code):
         token = m.group(0)
         if token in "([{":
             depth += 1
@@ -466,9 +513,11 @@ def validate_header(header: object, *, max_chars: int = 10_000) -> list[Sentence
     return sentences
 
 
-def validate_tactics(text: object, *, max_chars: int = 50_000, max_sentences: int = 2_000) -> list[Sentence]:
+def validate_tactics(text: object, *, max_chars: int = 50_000, max_sentences: int = 2_000,
+                     allowed: frozenset[str] = frozenset()) -> list[Sentence]:
     """Check one step of the tactic-level API: one or more tactic sentences
-    (bullets and braces allowed), no ``Proof.`` and no ``Qed.``."""
+    (bullets and braces allowed), no ``Proof.`` and no ``Qed.``; ``allowed``
+    as for :func:`validate_proof`."""
     checked = check_characters(text, max_chars=max_chars, what="tactic")
     sentences = split_sentences(checked)
     if not sentences:
@@ -476,5 +525,5 @@ def validate_tactics(text: object, *, max_chars: int = 50_000, max_sentences: in
     if len(sentences) > max_sentences:
         raise RocqTextError("too_long", f"{len(sentences)} sentences (at most {max_sentences})")
     for sentence in sentences:
-        check_tactic_sentence(sentence)
+        check_tactic_sentence(sentence, allowed)
     return sentences

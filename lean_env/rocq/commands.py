@@ -4,15 +4,18 @@
 named by the keywords it starts with, and says whether a proof may use it:
 
 * **allowed**: queries that only print (``Show``, ``Check``, ``Search``,
-  ``About``, ``Locate`` of a name, ``Print`` of a name, ``Compute``/``Eval``,
-  ...), ``Unshelve`` (it only makes shelved goals visible again; they must
+  ``About``, ``Locate`` of a name, ``Print`` of a name, ``Eval``, ...;
+  ``Compute`` and ``Eval vm_compute`` run the VM, which
+  :mod:`lean_env.rocq.known_bugs` refuses by default),
+  ``Open Scope``/``Close Scope`` (the statement is already elaborated and
+  the next proof starts from the header's state again), ``Unshelve`` (it only makes shelved goals visible again; they must
   still be proved before ``Qed``) and ``Guarded``/``Unfocused`` (they only
   check the proof state);
 * **rejected**: everything that changes the environment (declarations,
   notations, hints, instances, options, ``Require``), the proof state outside
   tactics (``Undo``, ``Focus``, ``Abort``, ``Admitted``, nested proofs), the
-  document (``Reset``, ``Back``, ``BackTo``), the file system or loaded code
-  (``Cd``, ``Load``, ``Declare ML Module``, ``Extraction "file"``,
+  document (``Reset``, ``Back``, ``BackTo``), the file system, the host's
+  paths or loaded code (``Pwd``, ``Print LoadPath``, ``Cd``, ``Load``, ``Declare ML Module``, ``Extraction "file"``,
   ``Redirect``, ``Print Universes "file"``), the checker's flags (``Unset
   Guard Checking``, attributes such as ``#[bypass_check(guard)]``), or wraps
   another command (``Fail``, ``Succeed``, ``Time``, ``Timeout``).
@@ -93,10 +96,15 @@ COMMANDS: tuple[Command, ...] = tuple([
            "Print Extraction Blacklist", "Print Extraction Inline"),
     *_rows(False, "writes the universe graph to a file when given a file name",
            "Print Universes", "Print Sorted Universes"),
-    *_rows(False, "reports where files are on the host", "Locate File", "Locate Library", "Pwd"),
+    *_rows(False, "reports where files are on the host", "Locate File", "Locate Library", "Pwd", "Print LoadPath",
+           "Print ML Path"),
     *_rows(True, "only checks the proof state", "Guarded", "Unfocused"),
     *_rows(True, "makes shelved goals visible again; they must still be proved before Qed", "Unshelve"),
     *_rows(True, "runs a tactic and prints the hypotheses it used", "infoH"),
+    # the statement is elaborated already, and every proof starts again from the
+    # header's state, so a scope opened here only changes how this proof reads
+    *_rows(True, "changes how this proof's own terms are read", "Open Scope", "Close Scope", "Local Open Scope",
+           "Local Close Scope"),
     # -- control prefixes ---------------------------------------------------
     *_rows(False, _WRAPPER, "Fail", "Succeed", "Time", "Timeout", "Redirect"),
     # -- the proof itself ---------------------------------------------------

@@ -15,11 +15,12 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Optional
 
+from lean_env.rocq.known_bugs import FEATURE_NAMES
 from lean_env.sandbox import Limits
 
 #: bump whenever a change to the checks can change a verdict (part of the
 #: verdict-cache key)
-CHECKS_VERSION = "2"   # 2: the command table (queries, Proof using/with, Defined, Unicode names)
+CHECKS_VERSION = "3"   # 3: known-bug classes, qualified tactics, ellipsis, Open Scope in proofs
 
 #: the module coqtop's own declarations live in
 TOPLEVEL_MODULE = "Top"
@@ -72,6 +73,12 @@ class RocqConfig:
     #: axioms a valid proof may depend on (as ``Print Assumptions`` names them,
     #: e.g. ``classic``); none by default
     allowed_axioms: tuple[str, ...] = ()
+    #: proof features that reach Coq 8.16's known soundness bugs and are
+    #: accepted anyway (:mod:`lean_env.rocq.known_bugs`): ``"fixpoints"``
+    #: (``fix``/``cofix``; the guard checker's bugs) and ``"vm_reduction"``
+    #: (``vm_compute``, ``native_compute``, ``Compute``, ``<:``; the VM's
+    #: bugs).  None by default: such text is refused with ``known_bug:<name>``
+    allow_bug_prone_features: tuple[str, ...] = ()
     #: longest proof body / tactic step accepted, in characters
     max_proof_chars: int = 50_000
     #: longest statement accepted, in characters
@@ -104,6 +111,13 @@ class RocqConfig:
     census_cache_dir: Optional[str] = None
     #: wall-clock seconds allowed for one census (coqchk over every loaded library)
     census_timeout: float = 600.0
+    #: most censuses running at once on this machine: every worker whose
+    #: ``census_cache_dir`` is the same counts (they share slot files locked
+    #: in it).  Each backend takes its censuses one after another in one
+    #: background thread, at low CPU priority, and queues at most 64 headers
+    #: (the proofs under a header not queued are checked with ``Print
+    #: Assumptions``, and it is queued the next time it is loaded)
+    census_max_concurrent: int = 1
     #: fraction of the valid proofs that still get ``Print Assumptions`` while
     #: the census says it is unnecessary: defence in depth against a bug in the
     #: text checks.  A disagreement rejects that proof and switches the census
@@ -115,16 +129,22 @@ class RocqConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.census_audit_fraction, (int, float)) or not 0 <= self.census_audit_fraction <= 1:
             raise RocqConfigError(f"census_audit_fraction must be in [0, 1], got {self.census_audit_fraction!r}")
-        for name in ("extra_args", "allowed_axioms"):
+        for name in ("extra_args", "allowed_axioms", "allow_bug_prone_features"):
             value = getattr(self, name)
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise RocqConfigError(f"{name} must be a list of strings, got {value!r}")
             object.__setattr__(self, name, tuple(value))
         object.__setattr__(self, "extra_env", dict(self.extra_env))
+        unknown = sorted(set(self.allow_bug_prone_features) - set(FEATURE_NAMES))
+        if unknown:
+            raise RocqConfigError(f"allow_bug_prone_features: unknown {unknown} (known: {list(FEATURE_NAMES)})")
         if not isinstance(self.coqchk, str) or not isinstance(self.coqc, str) or not (
                 self.census_cache_dir is None or isinstance(self.census_cache_dir, str)):
             raise RocqConfigError(f"coqchk, coqc and census_cache_dir must be strings, got {self.coqchk!r}, "
                                   f"{self.coqc!r} and {self.census_cache_dir!r}")
+        if isinstance(self.census_max_concurrent, bool) or not isinstance(self.census_max_concurrent, int) \
+                or self.census_max_concurrent < 1:
+            raise RocqConfigError(f"census_max_concurrent must be a positive integer, got {self.census_max_concurrent!r}")
         for name in _POSITIVE_FIELDS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
@@ -170,5 +190,6 @@ class RocqConfig:
     def policy_fingerprint(self) -> str:
         """A short hash of every setting that can change a verdict."""
         policy = repr((sorted(self.allowed_axioms), self.extra_args, self.max_proof_chars,
-                       self.max_statement_chars, self.max_header_chars, self.max_sentences))
+                       self.max_statement_chars, self.max_header_chars, self.max_sentences,
+                       sorted(self.allow_bug_prone_features)))
         return hashlib.sha256(policy.encode()).hexdigest()[:12]
