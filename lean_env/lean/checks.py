@@ -16,10 +16,14 @@ tactic) is checked before any prover time is spent on it:
   at any column once the tactic block has ended, so every command keyword is
   banned, not only column-0 ones.  Keywords count only as whole tokens that do
   not follow a ``.`` (``Filter.Eventually.exists`` is a name); names that
-  smuggle in axioms (``sorryAx``, ``ofReduceBool``...) count anywhere.  Every
+  smuggle in axioms, unsafe code or unchecked declarations (``sorryAx``,
+  ``ofReduceBool``, ``unsafeCast``, ``addDecl``, ``skipKernelTC``...) count
+  anywhere, also when written as a ``«quoted»`` name.  Every
   ``#command`` (``#`` then a lower-case word of two or more letters: ``#eval``,
   ``#exit``, ``#print``) is banned; ``#s``, Mathlib's ``Finset.card`` notation on
-  a one-letter name, is not.
+  a one-letter name, is not.  Attributes (``@[...]``) are banned: on a
+  ``let rec`` or ``where`` declaration a proof could otherwise attach
+  ``@[init]``, ``@[csimp]``, ``@[export]``... to code of its own.
 
 The keyword lists are a policy, and no list of Lean's extensible command
 syntax can be complete; what makes the check sound is structural: the body is
@@ -55,7 +59,7 @@ from typing import Optional, Union
 from lean_env.lean.protocol import CommandResponse, Message
 
 #: bump whenever a change here can turn a verdict around (part of cache keys)
-CHECKS_VERSION = "2"
+CHECKS_VERSION = "3"
 
 #: axioms a valid proof may depend on
 DEFAULT_ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
@@ -67,7 +71,7 @@ COMMAND_KEYWORDS: frozenset[str] = frozenset({
     "theorem", "lemma", "def", "example", "abbrev", "instance", "axiom", "structure", "class",
     "inductive", "coinductive", "mutual", "opaque", "alias", "irreducible_def", "deriving",
     # declaration modifiers
-    "noncomputable", "private", "protected", "partial", "unsafe",
+    "noncomputable", "private", "protected", "partial", "unsafe", "local", "scoped",
     # scoping and options
     "namespace", "section", "end", "open", "export", "variable", "universe", "include", "omit",
     "set_option", "attribute", "import", "seal", "unseal",
@@ -78,17 +82,26 @@ COMMAND_KEYWORDS: frozenset[str] = frozenset({
     "builtin_simproc", "builtin_dsimproc", "register_simp_attr", "register_option",
     "register_builtin_option", "register_label_attr", "declare_config_elab", "declare_simp_like_tactic",
     "initialize_simps_projections", "gen_injective_theorems", "grind_pattern", "add_decl_doc",
-    "library_note", "assert_not_exists", "suppress_compilation", "compile_inductive",
+    "library_note", "assert_not_exists", "suppress_compilation", "compile_inductive", "unif_hint",
 })
 
-#: tokens that run arbitrary code inside a proof, or close goals without proof
+#: tokens that run arbitrary code inside a proof, close goals without proof
+#: (``stop`` is ``repeat sorry``) or trust the compiler (``bv_decide`` and
+#: ``bv_check`` check their certificate with ``Lean.ofReduceBool``)
 PROOF_KEYWORDS: frozenset[str] = frozenset({
-    "sorry", "admit", "run_tac", "by_elab", "native_decide", "native", "implemented_by", "extern",
+    "sorry", "admit", "stop", "run_tac", "by_elab", "native_decide", "native", "implemented_by", "extern",
+    "bv_decide", "bv_decide?", "bv_check",
 })
 
-#: constant names that stand for unsound axioms: banned as any name component
-BANNED_NAMES: frozenset[str] = frozenset({"sorryAx", "ofReduceBool", "ofReduceNat", "trustCompiler",
-                                          "reduceBool", "reduceNat"})
+#: names banned as any name component, also ``«quoted»``: unsound axioms, the
+#: compiler's unsafe axioms and casts, and the metaprogramming entry points
+#: that add declarations, replace the environment, skip the kernel or make sorry
+BANNED_NAMES: frozenset[str] = frozenset({
+    "sorryAx", "ofReduceBool", "ofReduceNat", "trustCompiler", "reduceBool", "reduceNat",
+    "lcProof", "lcCast", "lcUnreachable", "unsafeCast", "unsafeBaseIO", "unsafeIO", "unsafeEIO",
+    "addDecl", "addDeclCore", "addDeclWithoutChecking", "addAndCompile", "setEnv", "modifyEnv",
+    "skipKernelTC", "byAsSorry", "proofAsSorry", "terminalTacticsAsSorry", "mkSorry", "admitGoal",
+})
 
 #: the leading keywords a trusted statement may use (``example`` is renamed)
 STATEMENT_KEYWORDS = ("theorem", "lemma", "example")
@@ -160,6 +173,8 @@ class Masked:
     code: str
     #: ``unterminated_comment``, ``interpolated_string``, ... or ``None``
     problem: Optional[str] = None
+    #: the names written between ``«`` and ``»`` in code, in order
+    quoted: tuple[str, ...] = ()
 
 
 def mask_comments_and_literals(text: str, literals: bool = True) -> Masked:
@@ -172,6 +187,7 @@ def mask_comments_and_literals(text: str, literals: bool = True) -> Masked:
     kept as they are."""
     out = list(text)
     problem: Optional[str] = None
+    quoted: list[str] = []
     n = len(text)
 
     def blank(start: int, end: int, fill: str = " ", comment: bool = False) -> None:
@@ -210,6 +226,7 @@ def mask_comments_and_literals(text: str, literals: bool = True) -> Masked:
             if j < 0 or "\n" in text[i:j]:
                 problem = problem or "unterminated_identifier"
                 j = n if j < 0 else j
+            quoted.append(text[i + 1:j])
             blank(i, j + 1, "_")
             i = j + 1
         elif c == "r" and not follows_identifier(i) and (m := _RAW_STRING.match(text, i)):
@@ -235,7 +252,7 @@ def mask_comments_and_literals(text: str, literals: bool = True) -> Masked:
             i = m.end()
         else:
             i += 1
-    return Masked("".join(out), problem)
+    return Masked("".join(out), problem, tuple(quoted))
 
 
 def _tokens(code: str) -> list[tuple[str, bool]]:
@@ -243,8 +260,10 @@ def _tokens(code: str) -> list[tuple[str, bool]]:
     return [(m.group(), m.start() > 0 and code[m.start() - 1] == ".") for m in _WORD.finditer(code)]
 
 
-def find_banned(code: str, policy: CheckPolicy = CheckPolicy()) -> Optional[str]:
-    """The first banned token in masked ``code``, or ``None``."""
+def find_banned(code: str, policy: CheckPolicy = CheckPolicy(), quoted: tuple[str, ...] = ()) -> Optional[str]:
+    """The first banned token in masked ``code``, or ``None``.  ``quoted`` are
+    the ``«quoted»`` names the masking blanked (``Masked.quoted``): one that
+    spells a banned name or proof keyword is banned as well."""
     keywords = COMMAND_KEYWORDS | PROOF_KEYWORDS | policy.extra_banned
     for word, follows_dot in _tokens(code):
         if word.startswith("#"):
@@ -257,9 +276,21 @@ def find_banned(code: str, policy: CheckPolicy = CheckPolicy()) -> Optional[str]
             return word
         if word in BANNED_NAMES:
             return word
+    for name in quoted:
+        if name in BANNED_NAMES or name in PROOF_KEYWORDS or name in policy.extra_banned:
+            return name
     if re.search(r"(?<![\w.])eval%", code):
         return "eval%"
+    if "@[" in code:
+        # attributes: `@[init]`, `@[csimp]`, `@[export ..]` on a `let rec` or `where` declaration
+        return "@["
     return None
+
+
+def _banned_message(token: str, where: str) -> str:
+    if token == "@[":
+        return f"attributes (`@[...]`) are not allowed in {where}"
+    return f"`{token}` is not allowed in {where}"
 
 
 # -- untrusted input -------------------------------------------------------------
@@ -320,9 +351,9 @@ def check_body(body: object, policy: CheckPolicy = CheckPolicy()) -> Union[str, 
         if line.strip() and not line[0].isspace():
             return Rejection("leaves_block", (f"line {number} of the proof starts at column 0 and "
                                               "would end the tactic block",))
-    banned = find_banned(masked.code, policy)
+    banned = find_banned(masked.code, policy, masked.quoted)
     if banned is not None:
-        return Rejection(f"banned:{banned}", (f"`{banned}` is not allowed in a proof",))
+        return Rejection(f"banned:{banned}", (_banned_message(banned, "a proof"),))
     return normalized
 
 
@@ -338,9 +369,9 @@ def check_tactic(tactic: object, policy: CheckPolicy = CheckPolicy()) -> Optiona
         return Rejection("empty", ("the tactic is empty",))
     if masked.problem is not None:
         return Rejection(f"syntax:{masked.problem}", (f"rejected before Lean: {masked.problem}",))
-    banned = find_banned(masked.code, policy)
+    banned = find_banned(masked.code, policy, masked.quoted)
     if banned is not None:
-        return Rejection(f"banned:{banned}", (f"`{banned}` is not allowed in a proof",))
+        return Rejection(f"banned:{banned}", (_banned_message(banned, "a proof"),))
     return None
 
 
@@ -435,9 +466,9 @@ def check_conjecture(statement: object, policy: CheckPolicy = CheckPolicy()) -> 
     first = _WORD.match(code)
     if first is None or first.group() not in ("theorem", "lemma"):
         return Rejection("bad_statement", ("a conjecture must start with `theorem` or `lemma`",))
-    banned = find_banned(code[first.end():], policy)
+    banned = find_banned(code[first.end():], policy, masked.quoted)
     if banned is not None:
-        return Rejection(f"banned:{banned}", (f"`{banned}` is not allowed in a statement",))
+        return Rejection(f"banned:{banned}", (_banned_message(banned, "a statement"),))
     if not _ends_with_by(statement):
         return Rejection("bad_statement", ("a conjecture must end with `:= by`",))
     name = theorem_name(statement)

@@ -66,6 +66,11 @@ def test_mask_keeps_lines_and_columns():
     "simp [Finset.card_eq, #s]",
     "nlinarith [sq_nonneg (a - b), sq_nonneg (a + b)]",
     "exact fun h' => h'",
+    "letI := Classical.decEq ℕ\n  simp",
+    "exact @List.length_cons ℕ 1 [2, 3]",
+    "intro init h_local stop_at\n  exact h_local",
+    "exact «ofReduceBool_spec» h",
+    "decide +kernel",
 ])
 def test_ordinary_proofs_pass(body):
     result = check_body(body)
@@ -104,6 +109,23 @@ def test_ordinary_proofs_pass(body):
     ("  rfl\n  attribute [simp] Nat.add_comm", "banned:attribute"),
     ("  rfl\n  import Mathlib", "banned:import"),
     ("  rfl\n  @[implemented_by foo] def bar := 1", "banned:implemented_by"),
+    # public exploit collections (issue 29): attributes, compiler internals, kernel bypasses
+    ("  rfl\n  where @[init] hook : IO Unit := pure ()", "banned:@["),
+    ("  let rec @[csimp] h : @id ℕ = @id ℕ := rfl\n  rfl", "banned:@["),
+    ("  local instance : Add Nat := ⟨fun _ _ => 3⟩\n  rfl", "banned:local"),
+    ("  rfl\n  scoped notation \"T\" => False", "banned:scoped"),
+    ("  stop\n  simp", "banned:stop"),
+    ("  bv_decide", "banned:bv_decide"),
+    ("  bv_check \"proof.lrat\"", "banned:bv_check"),
+    ("  exact lcProof", "banned:lcProof"),
+    ("  exact unsafeCast h", "banned:unsafeCast"),
+    ("  exact (Lean.addDeclCore d 0 none)", "banned:addDeclCore"),
+    ("  exact Lean.withOptions (Lean.debug.skipKernelTC.set · true) x", "banned:skipKernelTC"),
+    ("  exact Lean.modifyEnv id", "banned:modifyEnv"),
+    ("  exact Lean.Meta.mkSorry t false", "banned:mkSorry"),
+    ("  exact «sorryAx» _ false", "banned:sorryAx"),
+    ("  exact Lean.«ofReduceBool» _ _ rfl", "banned:ofReduceBool"),
+    ("  «sorry»", "banned:sorry"),
     # lexical tricks that would hide a token from a careless scanner
     ('  have := r"\\" ; #eval 1 ; "x"', "banned:#eval"),
     ("  have := '\"' ; #eval 1", "banned:#eval"),
@@ -115,6 +137,13 @@ def test_ordinary_proofs_pass(body):
 ])
 def test_hostile_bodies_are_rejected(body, expected):
     assert reason(check_body(body)) == expected
+
+
+def test_quoted_names_are_recorded_and_attributes_explained():
+    masked = mask_comments_and_literals('exact «sorryAx» "«x»" -- «y»\n  «my lemma»')
+    assert masked.quoted == ("sorryAx", "my lemma")
+    rejection = check_body("rfl\n  where @[init] hook : IO Unit := pure ()")
+    assert isinstance(rejection, Rejection) and "attributes" in rejection.messages[0]
 
 
 @pytest.mark.parametrize("body, expected", [
@@ -198,6 +227,7 @@ def test_good_conjectures(statement):
     ("theorem t : (sorry : Prop) := by", "banned:sorry"),
     ("theorem t : True := by\n#eval 1\ntheorem u : True := by", "banned:#eval"),
     ("theorem t (h : native_decide) : True := by", "banned:native_decide"),
+    ("theorem t : («sorryAx» Prop false) := by", "banned:sorryAx"),
     ("theorem t : True := by\ud800", "bad_encoding"),
     ("theorem t : True\x07 := by", "control_char"),
     ("theorem t : " + "x" * 30_000 + " := by", "too_long"),
@@ -212,6 +242,9 @@ def test_bad_conjectures(statement, expected):
     ("induction x with\n| zero => rfl\n| succ x ih => simp", "accepted"),
     ("sorry", "banned:sorry"),
     ("set_option maxHeartbeats 0 in nlinarith", "banned:set_option"),
+    ("stop", "banned:stop"),
+    ("exact «sorryAx» _ false", "banned:sorryAx"),
+    ("let rec @[init] f : IO Unit := pure ()\nrfl", "banned:@["),
     ("  ", "empty"),
     ("simp\ud800", "bad_encoding"),
 ])
