@@ -259,10 +259,11 @@ def test_prompts_are_one_chat_turn_that_tokenises_with_a_single_bos(tiny_dir):
 
 def test_prover_settings_become_the_verifier_backend_recipe():
     prover = ProverConfig(backend="rocq", language="rocq", timeout=7.0, default_targets="x",
-                          rocq=RocqSettings(coqtop="/opt/coqtop"))
+                          rocq=RocqSettings(coqtop="/opt/coqtop", allow_bug_prone_features=["fixpoints"]))
     spec = backend_spec(prover)
     assert spec.name == "rocq"
-    assert spec.options == {"timeout": 7.0, "allowed_axioms": [], "coqtop": "/opt/coqtop"}
+    assert spec.options == {"timeout": 7.0, "allowed_axioms": [], "coqtop": "/opt/coqtop",
+                            "allow_bug_prone_features": ["fixpoints"]}
 
 
 def test_colocated_engines_are_pinned_round_robin_over_the_node_gpus():

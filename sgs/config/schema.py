@@ -327,6 +327,13 @@ class RocqSettings:
 
     #: The ``coqtop`` executable: a name on PATH or a path.
     coqtop: str = "coqtop"
+    #: Proof features that reach Coq 8.16's known soundness bugs, accepted
+    #: anyway: ``fixpoints`` (``fix``/``cofix`` in proofs and statements; the
+    #: guard checker's bugs, which the audit shares) and ``vm_reduction``
+    #: (``vm_compute``, ``native_compute``, ``Compute``, ``<:`` casts; the
+    #: VM's bugs).  Empty by default: such proofs are refused with
+    #: ``known_bug:<feature>`` (``lean_env/rocq/known_bugs.py``).
+    allow_bug_prone_features: list[str] = field(default_factory=list)
 
 
 @dataclass

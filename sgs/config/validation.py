@@ -19,6 +19,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from lean_env.rocq.known_bugs import FEATURE_NAMES as BUG_PRONE_FEATURES
 from sgs.config.benchmark_names import benchmark_problems
 from sgs.config.serve import serve_problems
 from sgs.config.schema import (
@@ -268,6 +269,11 @@ def _check_prover(problems: list[str], prover: ProverConfig) -> None:
         problems.append("prover.backend='lean' needs prover.lean settings (use prover=lean)")
     if prover.backend == "rocq" and prover.rocq is None:
         problems.append("prover.backend='rocq' needs prover.rocq settings (use prover=rocq)")
+    if prover.rocq is not None:
+        unknown = sorted(set(prover.rocq.allow_bug_prone_features) - set(BUG_PRONE_FEATURES))
+        if unknown:
+            problems.append(f"prover.rocq.allow_bug_prone_features: unknown {unknown} "
+                            f"(choose from {list(BUG_PRONE_FEATURES)})")
 
 
 def _check_targets(problems: list[str], targets: TargetsConfig, prover: ProverConfig) -> None:

@@ -221,6 +221,7 @@ def backend_spec(prover: ProverConfig) -> BackendSpec:
     options: dict[str, Any] = {"timeout": prover.timeout, "allowed_axioms": list(prover.allowed_axioms)}
     if prover.backend == "rocq":
         options["coqtop"] = prover.rocq.coqtop
+        options["allow_bug_prone_features"] = list(prover.rocq.allow_bug_prone_features)
     else:
         options["repl_command"] = prover.lean.repl_command
         options["project_dir"] = prover.lean.project_dir
