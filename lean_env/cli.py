@@ -18,7 +18,9 @@ starts one REPL, ``--project-dir`` (or ``LEAN_ENV_PROJECT_DIR``) the Mathlib
 project it runs in; without a command, ``lake env repl`` in that project.
 ``--allowed-axioms A,B`` replaces the axioms a valid proof may depend on
 (Rocq: none by default; Lean: ``propext``, ``Classical.choice``,
-``Quot.sound``).
+``Quot.sound``).  Rocq: ``--allow-bug-prone fixpoints,vm_reduction`` accepts
+the proof features that reach Coq 8.16's known soundness bugs
+(:mod:`lean_env.rocq.known_bugs`; refused by default).
 """
 
 from __future__ import annotations
@@ -92,6 +94,9 @@ def build_spec(args: argparse.Namespace) -> BackendSpec:
     options: dict = {}
     if args.allowed_axioms is not None:
         options["allowed_axioms"] = tuple(name.strip() for name in args.allowed_axioms.split(",") if name.strip())
+    if args.allow_bug_prone is not None:
+        options["allow_bug_prone_features"] = tuple(
+            name.strip() for name in args.allow_bug_prone.split(",") if name.strip())
     if args.backend == "lean":
         command = args.repl_command or os.environ.get(ENV_REPL_COMMAND)
         project_dir = args.project_dir or os.environ.get(ENV_PROJECT_DIR)
@@ -108,6 +113,8 @@ def usage_problem(args: argparse.Namespace) -> Optional[str]:
                                               ("--project-dir", args.project_dir)) if value]
         if lean_only:
             return f"{' and '.join(lean_only)} {'applies' if len(lean_only) == 1 else 'apply'} to --backend lean only"
+    elif args.allow_bug_prone is not None:
+        return "--allow-bug-prone applies to --backend rocq only"
     if not Path(args.input).is_file():
         return f"input file {args.input} does not exist"
     if args.workers < 1 or args.timeout <= 0:
@@ -206,6 +213,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     v.add_argument("--allowed-axioms", metavar="A,B,...",
                    help="axioms a valid proof may depend on, replacing the backend's list (Rocq: none; Lean: "
                         "propext,Classical.choice,Quot.sound); '' allows none")
+    v.add_argument("--allow-bug-prone", metavar="F,G",
+                   help="Rocq only: accept proof features that reach Coq 8.16's known soundness bugs "
+                        "(fixpoints, vm_reduction); refused by default")
     v.add_argument("--cache", help="persist verdicts to this JSONL cache file")
     v.add_argument("--quiet", action="store_true", help="no progress bar")
     audit = v.add_mutually_exclusive_group()

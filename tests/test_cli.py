@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lean_env.cli import parse_line
+from lean_env.cli import build_spec, parse_line
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -40,6 +41,8 @@ def test_verify_command_end_to_end(tmp_path, require_rocq):
         "{broken json",
         {"id": "bad", "header": header, "statement": "Theorem bad : 1 = 2.", "proof": "Proof. reflexivity. Qed."},
         {"id": "cheat", "header": header, "statement": "Theorem cheat : 1 = 2.", "proof": "Proof. Admitted."},
+        {"id": "fixpoint", "header": header, "statement": "Theorem fixpoint : forall n, n + 0 = n.",
+         "proof": "Proof. fix IH 1. intros [|n]. - reflexivity. - simpl. f_equal. apply IH. Qed."},
     ]
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
@@ -50,11 +53,29 @@ def test_verify_command_end_to_end(tmp_path, require_rocq):
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     verdicts = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [v["id"] for v in verdicts] == ["ok", "line-2", "bad", "cheat"]
-    assert [v["status"] for v in verdicts] == ["valid", "invalid", "invalid", "invalid"]
+    assert [v["id"] for v in verdicts] == ["ok", "line-2", "bad", "cheat", "fixpoint"]
+    assert [v["status"] for v in verdicts] == ["valid", "invalid", "invalid", "invalid", "invalid"]
     assert verdicts[1]["reason"] == "malformed_input" and "line 2" in verdicts[1]["messages"][0]
     assert verdicts[3]["reason"].startswith("banned")
-    assert "1 valid, 3 invalid" in proc.stderr
+    assert verdicts[4]["reason"] == "known_bug:fixpoints" and "allow_bug_prone_features" in verdicts[4]["messages"][0]
+    assert "1 valid, 4 invalid" in proc.stderr
+
+
+@pytest.mark.parametrize("backend, features, problem", [
+    ("lean", "fixpoints", "--allow-bug-prone applies to --backend rocq only"),
+    ("rocq", "fixpoint", "allow_bug_prone_features: unknown ['fixpoint'] (known: ['fixpoints', 'vm_reduction'])"),
+])
+def test_bug_prone_features_are_checked_before_anything_runs(tmp_path, backend, features, problem, require_rocq):
+    src = tmp_path / "in.jsonl"
+    src.write_text("")
+    proc = subprocess.run([sys.executable, "-m", "lean_env", "verify", "--backend", backend, "--input", str(src),
+                           "--allow-bug-prone", features], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and problem in proc.stderr
+
+
+def test_the_allowed_bug_prone_features_reach_the_backend_recipe():
+    args = argparse.Namespace(backend="rocq", allowed_axioms=None, allow_bug_prone="fixpoints, vm_reduction")
+    assert build_spec(args).options == {"allow_bug_prone_features": ("fixpoints", "vm_reduction")}
 
 
 def test_missing_input_file_is_a_usage_error(tmp_path):
