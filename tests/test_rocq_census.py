@@ -8,20 +8,29 @@ the tests share one cache directory per session so that it runs once."""
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
+import logging
 import os
 import subprocess
+import threading
+import time
 
+import psutil
 import pytest
 
 from lean_env.rocq import RocqBackend, RocqConfig, RocqConfigError
 from lean_env.rocq.census import (
+    CENSUS_NICE,
+    AxiomCensus,
+    Census,
     CensusError,
     parse_libraries,
     parse_location,
     parse_summary,
     parse_trace,
 )
+from lean_env.rocq.environment import Environment
 from lean_env.verdict import ProofTask, Status
 from tests.test_rocq_backend import HEADER, HOSTILE
 
@@ -161,10 +170,139 @@ def test_coqtop_answers_are_parsed_strictly():
         parse_location("Coq.Other", location)
 
 
-@pytest.mark.parametrize("options", [{"census_timeout": 0}, {"coqchk": 3}, {"census_cache_dir": 1}])
+@pytest.mark.parametrize("options", [{"census_timeout": 0}, {"coqchk": 3}, {"census_cache_dir": 1},
+                                     {"census_max_concurrent": 0}, {"census_max_concurrent": 1.5},
+                                     {"census_max_concurrent": True}])
 def test_nonsensical_census_settings_are_configuration_errors(options):
     with pytest.raises(RocqConfigError):
         RocqConfig(**options)
+
+
+# -- the queue and the machine's slots, on censuses that run no process -----------
+
+class Takes:
+    """Records the (fake) censuses taken by any number of AxiomCensus
+    instances; each one waits for ``release``."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+        self.active = self.most = 0
+        self.keys: list[str] = []
+
+    def take(self, key: str) -> None:
+        with self.lock:
+            self.active += 1
+            self.most = max(self.most, self.active)
+            self.keys.append(key)
+        try:
+            assert self.release.wait(60)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+    def until_active(self, n: int) -> None:
+        deadline = time.monotonic() + 30
+        while self.active != n:
+            assert time.monotonic() < deadline, f"{self.active} censuses running, expected {n}"
+            time.sleep(0.01)
+
+
+def fake_census(cache_dir, takes: Takes, **options) -> AxiomCensus:
+    """An AxiomCensus whose census coqtop and coqchk are replaced by ``takes``
+    (the queue, the slots, the per-key lock and the cache are the real ones)."""
+    census = AxiomCensus(RocqConfig(census_cache_dir=str(cache_dir), **options), "8.16.1", "/no/coqchk", "fake")
+    census._scan_inductives = lambda env, deadline: takes.take(env.key) or Census()
+    census._run_coqchk = lambda env, deadline: Census()
+    return census
+
+
+def env(name: str) -> Environment:
+    return Environment(libraries=(), key=name)
+
+
+def census_threads() -> int:
+    return sum(t.name == "axiom-census" for t in threading.enumerate())
+
+
+def test_one_thread_takes_the_queued_censuses_in_order_and_the_caller_never_waits(tmp_path):
+    takes = Takes()
+    census = fake_census(tmp_path, takes)
+    before = census_threads()
+    keys = [f"k{i}" for i in range(6)]
+    for key in keys:
+        census._start(env(key))        # returns at once, the first census running
+    takes.until_active(1)
+    assert census_threads() == before + 1 and not census.is_clean(env("k0"))
+    assert not census.wait(0.2)
+    takes.release.set()
+    assert census.wait(30)
+    assert takes.keys == keys and takes.most == 1 and all(census.is_clean(env(key)) for key in keys)
+    census._start(env("k0"))           # known: nothing is queued
+    assert census.wait(0) and takes.keys == keys and census_threads() == before + 1
+    census.close()
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_workers_sharing_a_cache_run_at_most_census_max_concurrent_censuses(tmp_path, slots):
+    takes = Takes()
+    workers = [fake_census(tmp_path, takes, census_max_concurrent=slots) for _ in range(3)]
+    for i, census in enumerate(workers):
+        census._start(env(f"k{i}"))
+    takes.until_active(slots)
+    time.sleep(0.5)                    # time for a census that ignored the slots to start
+    assert takes.most == slots
+    takes.release.set()
+    assert all(census.wait(30) for census in workers)
+    assert takes.most == slots and sorted(takes.keys) == ["k0", "k1", "k2"]
+    assert all(census.is_clean(env(f"k{i}")) for i, census in enumerate(workers))
+    for census in workers:
+        census.close()
+
+
+def test_a_queued_census_another_worker_wrote_meanwhile_is_read_not_taken(tmp_path):
+    takes = Takes()
+    census = fake_census(tmp_path, takes)
+    census._start(env("k0"))
+    census._start(env("k1"))
+    takes.until_active(1)
+    other = fake_census(tmp_path, Takes())
+    other._write_cache(env("k1"), Census(axioms=("Lib.ax",)), 1.0)
+    takes.release.set()
+    assert census.wait(30)
+    assert takes.keys == ["k0"] and census.result(env("k1")) == Census(axioms=("Lib.ax",))
+
+
+def test_headers_beyond_the_queue_bound_are_not_censused_this_time(tmp_path, caplog):
+    takes = Takes()
+    census = fake_census(tmp_path, takes)
+    census.max_queued = 2
+    census._start(env("k0"))
+    takes.until_active(1)              # k0 left the queue
+    with caplog.at_level(logging.WARNING, logger="lean_env.rocq.census"):
+        for i in range(1, 6):
+            census._start(env(f"k{i}"))
+    assert sum("headers are waiting" in r.getMessage() for r in caplog.records) == 1
+    takes.release.set()
+    assert census.wait(30)
+    assert takes.keys == ["k0", "k1", "k2"] and census.result(env("k3")) is None
+    census._start(env("k3"))           # loaded again: queued now
+    assert census.wait(30) and takes.keys[-1] == "k3" and census.is_clean(env("k3"))
+
+
+def test_close_ends_the_wait_for_a_slot(tmp_path):
+    takes = Takes()
+    census = fake_census(tmp_path, takes)
+    with open(tmp_path / "census-slot-0.lock", "w") as slot:
+        fcntl.flock(slot, fcntl.LOCK_EX)   # another worker's census
+        census._start(env("k0"))
+        census._start(env("k1"))
+        assert not census.wait(0.5)
+        census.close()
+        assert census.wait(10)
+        census._thread.join(10)
+        assert not census._thread.is_alive()
+    assert takes.keys == [] and census.result(env("k0")) is None
 
 
 # -- against coqtop and coqchk ---------------------------------------------------
@@ -443,3 +581,80 @@ def test_an_audit_that_disagrees_rejects_the_proof_and_switches_the_census_off(m
                                        classical), 60)
     assert (verdict.status, verdict.reason) == (Status.INVALID, "axioms")
     assert backend.census is None
+
+
+#: standard-library modules with light censuses, none loading another, so
+#: that every set of them is a distinct set of loaded libraries
+LIGHT_MODULES = ["Coq.Bool.Bool", "Coq.Logic.Decidable", "Coq.Relations.Relations", "Coq.Program.Basics",
+                 "Coq.Bool.Sumbool", "Coq.Logic.Eqdep_dec", "Coq.Sets.Ensembles", "Coq.Unicode.Utf8",
+                 "Coq.Program.Tactics", "Coq.Logic.FunctionalExtensionality", "Coq.Sets.Relations_1",
+                 "Coq.Logic.Eqdep", "Coq.Logic.ProofIrrelevance"]
+#: where the census's coqtop and coqchk run (their scratch directories)
+CENSUS_DIRS = ("lean_env-coqtop-census-", "sgs-census-")
+
+
+def census_processes() -> dict[int, int]:
+    """The census processes this test process started: pid -> niceness."""
+    found = {}
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if os.path.basename(p.cwd()).startswith(CENSUS_DIRS):
+                found[p.pid] = p.nice()
+        except psutil.Error:
+            pass
+    return found
+
+
+def many_header_cases(count: int):
+    """``count`` distinct headers, each with its checks: (statement, proof, expected outcome)."""
+    sets = itertools.chain.from_iterable(itertools.combinations(LIGHT_MODULES, k) for k in (1, 2, 3))
+    for i, modules in enumerate(itertools.islice(sets, count)):
+        checks = [(f"Theorem t : forall n : nat, n + {i} = n + {i}.", "Proof. intros. reflexivity. Qed.",
+                   (Status.VALID, "ok"))]
+        if i % 7 == 0:
+            checks.append((f"Theorem t : {i} + 1 = {i}.", "Proof. reflexivity. Qed.", (Status.INVALID, "prover_error")))
+        if "Coq.Logic.FunctionalExtensionality" in modules:
+            checks.append(("Theorem t : forall f g : nat -> nat, (forall x, f x = g x) -> f = g.",
+                           "Proof. intros f g h. apply functional_extensionality. exact h. Qed.",
+                           (Status.INVALID, "axioms")))
+        if "Coq.Logic.ProofIrrelevance" in modules:
+            checks.append(("Theorem t : forall (P : Prop) (p q : P), p = q.",
+                           "Proof. intros. apply proof_irrelevance. Qed.", (Status.INVALID, "axioms")))
+        yield " ".join(f"Require Import {m}." for m in modules), checks
+
+
+@pytest.mark.rocq
+def test_many_headers_run_a_bounded_number_of_low_priority_censuses(make_backend, tmp_path):
+    """100 distinct headers, checked by two workers that share a census cache
+    (one census slot): never more than one census process at once, each at
+    low priority, and every verdict right."""
+    cases = list(many_header_cases(100))
+    assert len({header for header, _ in cases}) == 100
+    workers = [make_backend(census_cache_dir=str(tmp_path), census_max_concurrent=1) for _ in range(2)]
+    seen: dict[int, int] = {}
+    most = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal most
+        while not done.wait(0.03):
+            now = census_processes()
+            most = max(most, len(now))
+            seen.update(now)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    wrong = []
+    try:
+        for i, (header, checks) in enumerate(cases + cases[:10]):     # the first ten again, censused by then
+            for statement, proof, expected in checks:
+                got = outcome(workers[i % 2], statement, proof, header)
+                if got != expected:
+                    wrong.append((header, proof, got))
+    finally:
+        done.set()
+        sampler.join()
+    assert not wrong
+    assert seen and most == 1
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    assert all(nice >= own + CENSUS_NICE or nice == 19 for nice in seen.values()), seen

@@ -53,6 +53,21 @@ Whatever cannot be established (no coqchk, a timeout, output in an
 unexpected form, a module whose fields cannot be seen) leaves the census
 untaken, and every proof is then checked with ``Print Assumptions`` as
 before.  The verdicts are the same either way; only their cost differs.
+
+Resources
+---------
+
+Targets traced from real projects bring one header per file, so a worker
+meets many headers.  A census never delays a check (the check path only looks
+up what is known), and what it costs is bounded: each backend takes its
+censuses one after another in one background thread, from a queue of at most
+:data:`MAX_QUEUED` headers (a header that finds the queue full is not
+censused this time; it is queued again the next time it is loaded); before a
+census starts, the cache is read again (another worker may have written it),
+and a machine-wide slot is taken: one of ``census_max_concurrent`` lock files
+in the cache directory, so that all workers sharing that directory run at most
+that many censuses at once.  The census's coqtop and coqchk run at a lower CPU
+priority (nice +:data:`CENSUS_NICE`) than the checks.
 """
 
 from __future__ import annotations
@@ -72,6 +87,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
@@ -85,6 +101,12 @@ log = logging.getLogger(__name__)
 
 #: bump whenever a change here can change a census (part of the cache key)
 CENSUS_VERSION = "1"
+
+#: niceness added to the census's own processes (its coqtop, then coqchk)
+CENSUS_NICE = 10
+#: headers a backend keeps waiting for their census; a header that finds the
+#: queue full is not censused this time (its proofs keep ``Print Assumptions``)
+MAX_QUEUED = 64
 
 #: the typing flags a header must leave as they are, with coqtop's answer to ``Test``
 _DEFAULT_FLAGS = {
@@ -112,6 +134,11 @@ _MODULE_FIELD = re.compile(r"\b(Module\s+Type|Module|Inductive|CoInductive|Varia
 #: coqchk options that change what it loads or how it checks; the others are coqtop's only
 _COQCHK_OPTIONS = {"-R": 2, "-Q": 2, "-coqlib": 1, "-impredicative-set": 0, "-indices-matter": 0}
 _MAX_MODULES = 100_000
+#: how often a census waiting for a slot tries again, and how long a census
+#: thread that just gave a slot back waits before taking one again (longer, so
+#: that the waiting workers get their turn)
+_SLOT_POLL = 0.2
+_SLOT_REST = 0.5
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -221,11 +248,14 @@ class AxiomCensus:
     """Takes and caches censuses for one backend.
 
     :meth:`identify` runs in the backend's session right after a header is
-    loaded; a census not yet in memory or on disk is then taken in a
-    background thread, and until it is known :meth:`is_clean` says no (so
-    proofs are checked with ``Print Assumptions`` meanwhile).  Workers that
-    share the cache directory take each census once: the first holds a file
-    lock while it runs, the others wait for it and read its result.
+    loaded; a census not yet in memory or on disk is then queued for this
+    backend's census thread, and until it is known :meth:`is_clean` says no
+    (so proofs are checked with ``Print Assumptions`` meanwhile).  The thread
+    takes one census at a time, each in one of the machine's
+    ``census_max_concurrent`` slots (see "Resources" in the module
+    docstring).  Workers that share the cache directory take each census
+    once: the first holds a file lock while it runs, the others wait for it
+    and read its result.
     """
 
     def __init__(self, config: RocqConfig, coq_version: str, coqchk: str, coqchk_version: str) -> None:
@@ -237,7 +267,19 @@ class AxiomCensus:
         self._lock = threading.Lock()
         #: census per key; ``None``: it could not be taken (not retried by this instance)
         self._results: dict[str, Optional[Census]] = {}
-        self._running: dict[str, threading.Thread] = {}
+        #: headers waiting for their census, oldest first
+        self._queue: deque[Environment] = deque()
+        #: keys queued or being taken
+        self._pending: set[str] = set()
+        #: the key being taken (``None``: the thread is idle)
+        self._current: Optional[str] = None
+        #: signalled when the queue or ``_current`` changes, and on close
+        self._changed = threading.Condition(self._lock)
+        self._thread: Optional[threading.Thread] = None
+        #: when this instance last gave a census slot back
+        self._slot_released = -_SLOT_REST
+        #: most headers queued (see :data:`MAX_QUEUED`)
+        self.max_queued = MAX_QUEUED
         self._processes: set[subprocess.Popen] = set()
         self._sessions: set[RocqSession] = set()
         self._closed = threading.Event()
@@ -296,22 +338,18 @@ class AxiomCensus:
             return self._results.get(env.key)
 
     def wait(self, timeout: float) -> bool:
-        """Wait for the censuses being taken; ``False`` if some still are."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with self._lock:
-                threads = list(self._running.values())
-            if not threads:
-                return True
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            threads[0].join(remaining)
+        """Wait for the censuses queued or being taken; ``False`` if some
+        still are."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._queue and self._current is None, timeout)
 
     def close(self) -> None:
-        """Stop the censuses being taken (their processes are killed)."""
+        """Stop the censuses being taken (their processes are killed) and
+        drop the queued ones."""
         self._closed.set()
-        with self._lock:
+        with self._changed:
+            self._queue.clear()
+            self._changed.notify_all()
             processes, sessions = list(self._processes), list(self._sessions)
         for process in processes:
             with contextlib.suppress(ProcessLookupError):
@@ -332,37 +370,67 @@ class AxiomCensus:
         return Environment(libraries=libraries, key=hashlib.sha256(material.encode()).hexdigest())
 
     def _start(self, env: Environment) -> None:
-        with self._lock:
-            if env.key in self._results or env.key in self._running or self._closed.is_set():
+        """Know the census of ``env`` from the cache, or queue it (never waits
+        for a census: this runs on the check path)."""
+        with self._changed:
+            if env.key in self._results or env.key in self._pending or self._closed.is_set():
                 return
             cached = self._read_cache(env)
-            if cached is None:
-                thread = threading.Thread(target=self._run, args=(env,), daemon=True, name="axiom-census")
-                self._running[env.key] = thread
-            else:
+            if cached is not None:
                 self._results[env.key] = cached
-        if cached is None:
-            thread.start()
-        else:
+            elif len(self._queue) < self.max_queued:
+                self._queue.append(env)
+                self._pending.add(env.key)
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._work, daemon=True, name="axiom-census")
+                    self._thread.start()
+                self._changed.notify_all()
+                return
+        if cached is not None:
             self._report(env, cached)
+        else:
+            self._warn_once("queue full", "axiom census: %d headers are waiting for their census; proofs under "
+                                          "further headers are checked with Print Assumptions until the queue has "
+                                          "room", self.max_queued)
 
     # -- taking a census ----------------------------------------------------
-    def _run(self, env: Environment) -> None:
+    def _work(self) -> None:
+        """The census thread: takes the queued censuses one after another."""
+        while True:
+            with self._changed:
+                while not self._queue and not self._closed.is_set():
+                    self._changed.wait()
+                if self._closed.is_set():
+                    return
+                env = self._queue.popleft()
+                self._current = env.key
+            census = self._run(env)
+            with self._changed:
+                self._results[env.key] = census
+                self._pending.discard(env.key)
+                self._current = None
+                self._changed.notify_all()
+            if census is not None:
+                self._report(env, census)
+
+    def _run(self, env: Environment) -> Optional[Census]:
+        """The census of ``env``: from the cache if some worker has written
+        it meanwhile, else taken in a machine-wide slot; ``None`` if it cannot
+        be taken."""
         try:
-            census: Optional[Census] = self._take(env)
+            cached = self._read_cache(env)
+            if cached is not None:
+                return cached
+            self._cache_dir.mkdir(parents=True, exist_ok=True)
+            with self._slot():
+                return self._take(env)
         except Exception as e:   # whatever went wrong, proofs keep being checked with Print Assumptions
-            census = None
             if not self._closed.is_set():
                 self._warn_once(env.key, "axiom census failed (%s); proofs under this header are checked with "
                                          "Print Assumptions", str(e)[:500])
-        with self._lock:
-            self._results[env.key] = census
-            del self._running[env.key]
-        if census is not None:
-            self._report(env, census)
+            return None
 
     def _take(self, env: Environment) -> Census:
-        self._cache_dir.mkdir(parents=True, exist_ok=True)
         # the holder of the lock may need a whole census_timeout of its own
         with self._file_lock(env.key, time.monotonic() + self.config.census_timeout + 60):
             cached = self._read_cache(env)
@@ -379,11 +447,16 @@ class AxiomCensus:
     def _scan_inductives(self, env: Environment, deadline: float) -> Census:
         """Load the libraries in a coqtop of our own and run ``Print
         Assumptions`` on every inductive type they declare."""
+        nice = shutil.which("nice")
+        argv = self.config.argv()
         try:
-            session = RocqSession(self.config.argv(), env=self.config.child_env(), limits=self.config.limits(),
-                                  name="coqtop-census")
+            session = RocqSession([nice, "-n", str(CENSUS_NICE), *argv] if nice else argv,
+                                  env=self.config.child_env(), limits=self.config.limits(), name="coqtop-census")
         except SessionError as e:
             raise CensusError(f"census coqtop: {e}") from e
+        if not nice:   # then lower its priority from outside, as soon as it runs
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, session.pid, os.getpriority(os.PRIO_PROCESS, 0) + CENSUS_NICE)
         with self._lock:
             self._sessions.add(session)
         try:
@@ -419,7 +492,7 @@ class AxiomCensus:
             with open(out_path, "wb") as out:
                 process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                            cwd=scratch, env=self.config.child_env(), start_new_session=True,
-                                           preexec_fn=_die_with_parent)
+                                           preexec_fn=_census_child)
             with self._lock:
                 self._processes.add(process)
                 self.coqchk_runs += 1
@@ -479,6 +552,33 @@ class AxiomCensus:
             raise
 
     @contextlib.contextmanager
+    def _slot(self) -> Iterator[None]:
+        """Hold one of the machine's ``census_max_concurrent`` census slots
+        (lock files in the cache directory, shared by every worker that uses
+        it); waits for one, until :meth:`close`."""
+        rest = self._slot_released + _SLOT_REST - time.monotonic()
+        if rest > 0 and self._closed.wait(rest):
+            raise CensusError("the backend was closed")
+        while True:
+            for i in range(self.config.census_max_concurrent):
+                fd = os.open(self._cache_dir / f"census-slot-{i}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as e:
+                    os.close(fd)
+                    if e.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise
+                    continue
+                try:
+                    yield
+                finally:
+                    os.close(fd)   # releases the slot
+                    self._slot_released = time.monotonic()
+                return
+            if self._closed.wait(_SLOT_POLL):
+                raise CensusError("the backend was closed")
+
+    @contextlib.contextmanager
     def _file_lock(self, key: str, deadline: float) -> Iterator[None]:
         """Hold the lock of ``key`` against other processes (and threads)."""
         fd = os.open(self._cache_dir / f"census-{key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -524,11 +624,13 @@ def coqchk_options(extra_args: tuple[str, ...]) -> list[str]:
     return options
 
 
-def _die_with_parent() -> None:
+def _census_child() -> None:
     """Runs in coqchk between fork and exec: a worker killed without closing
     its backend must not leave a long coqchk behind (coqtop, unlike coqchk,
-    exits by itself when its stdin closes)."""
+    exits by itself when its stdin closes), and coqchk yields the CPU to the
+    checks."""
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.nice(CENSUS_NICE)
 
 
 def _loaded_libraries(session: RocqSession, deadline: float) -> tuple[Library, ...]:
