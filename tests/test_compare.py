@@ -79,6 +79,23 @@ def test_the_command_writes_tables_figures_and_json(tmp_path):
         assert (tmp_path / "out" / figure).stat().st_size > 10_000
 
 
+def test_parallel_sampling_lies_beside_sgs_and_the_rl_baseline(tmp_path):
+    """The paper's Figure 1 as a sweep: SGS, the RL baseline and parallel sampling (the
+    starting Solver, never trained), each compared with the baseline seed by seed."""
+    root = sweep(tmp_path / "sweep", {"standard": 0.1, "reinforce_half_solver_only": 0.0, "parallel_sampling": -0.1})
+    out = tmp_path / "out"
+    assert main([str(root), "--budgets", "2", "--out", str(out)]) == 0
+    numbers = json.loads((out / "comparison.json").read_text())
+    assert numbers["baseline"] == "reinforce_half_solver_only"
+    assert numbers["methods"]["parallel_sampling"]["seeds"] == [0, 1, 2]
+    last = numbers["differences"]["parallel_sampling"][-1]
+    assert last["paired"] and last["n"] == 3 and last["high"] < 0  # below RL at the largest common budget
+    page = (out / "comparison.md").read_text()
+    assert "| parallel_sampling | 0,1,2 |" in page and "| parallel_sampling | 12,000 |" in page
+    for figure in ("solve_rate.png", "difference.png"):
+        assert (out / figure).stat().st_size > 10_000
+
+
 @pytest.mark.parametrize("case, message", [
     ("missing", "no such directory"),
     ("same_seed", "several runs with the same seed"),

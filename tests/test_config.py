@@ -28,6 +28,8 @@ PAPER_EXPERIMENTS = {
     "reinforce_half_solver_only": ("reinforce_half", 0, "target_conditioned", False, False, 3e-6),
     "cispo_solver_only": ("cispo", 0, "target_conditioned", False, False, 1e-6),
     "ei_solver_only": ("ei", 0, "target_conditioned", False, False, 3e-6),
+    # the paper's third curve of Figure 1: the starting Solver, never trained
+    "parallel_sampling": ("none", 0, "target_conditioned", False, False, 3e-6),
 }
 MODELS = {"tiny": "tiny", "deepseek_prover_v2_7b": "deepseek_prover_v2_7b"}
 PROVERS = ("lean", "rocq")
@@ -102,7 +104,7 @@ def test_paper_hyperparameters_are_the_schema_defaults():
         assert cfg.sampling[role].temperature == 1.0 and cfg.sampling[role].top_p == 1.0
 
 
-def test_experiment_files_are_exactly_the_eight_of_the_spec():
+def test_experiment_files_are_the_eight_of_the_spec_and_parallel_sampling():
     names = {p.stem for p in (C.CONFIG_DIR / "experiment").glob("*.yaml") if not p.stem.startswith("_")}
     assert names == set(PAPER_EXPERIMENTS)
 
@@ -204,7 +206,9 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
     ("overrides", "message"),
     [
         (["method.solver_objective=foo"],
-         "method.solver_objective='foo' is not one of reinforce_half, reinforce, cispo, ei"),
+         "method.solver_objective='foo' is not one of reinforce_half, reinforce, cispo, ei, none"),
+        (["method.solver_objective=none"],
+         "method.solver_objective=none is parallel sampling: a Solver that never learns gains nothing from conjectures"),
         (["method.conjectures_per_target=-1"], "method.conjectures_per_target=-1 must be at least 0"),
         (["method.conjecturer_prompt=random"], "method.conjecturer_prompt='random' is not one of"),
         (["method.reward_normalisation=zscore"], "method.reward_normalisation='zscore' is not one of"),
@@ -335,6 +339,16 @@ def test_weight_transfer_and_sleep_defaults_follow_the_engines(overrides, backen
     resources = C.validate(compose_cfg(*overrides)).resources
     assert C.weight_transfer_backend(resources) == backend
     assert C.engines_sleep_during_training(resources) is sleep
+
+
+@pytest.mark.parametrize(("experiment", "roles"), [
+    ("standard", ["solver", "conjecturer"]),
+    ("frozen_conjecturer", ["solver"]),
+    ("ei_solver_only", ["solver"]),
+    ("parallel_sampling", []),  # no learner run, so colocated engines never need to sleep
+])
+def test_the_trained_roles_follow_the_solver_objective_and_the_conjecturer_switch(experiment, roles):
+    assert C.trained_roles(C.validate(compose_cfg(f"+experiment={experiment}")).method) == roles
 
 
 def test_vllm_engines_take_the_configured_share_of_their_gpu():

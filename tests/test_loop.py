@@ -25,18 +25,22 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
 from lean_env.verdict import Status, Verdict
-from sgs.config import ProverConfig, ResourcesConfig, RocqSettings, SGSConfig, TargetsConfig, TinyModelSettings
+from sgs.config import (
+    MethodConfig, ProverConfig, ResourcesConfig, RocqSettings, SGSConfig, TargetsConfig, TinyModelSettings)
+from sgs.loop import train
 from sgs.loop.conjecture import screen_conjecture
 from sgs.loop.context import (
-    DUPLICATE_CONJECTURE, DUPLICATE_OF_TARGET, MATCHES_BENCHMARK, Problem, attempt_id, conjecture_id, derived_seed)
-from sgs.loop.phases import PHASES
+    DUPLICATE_CONJECTURE, DUPLICATE_OF_TARGET, MATCHES_BENCHMARK, Problem, RunContext, attempt_id, conjecture_id,
+    derived_seed)
+from sgs.loop.phases import PHASES, TRAINING_PHASE
 from sgs.loop.train import in_conjecturer_batch, select_solver_samples
-from sgs.loop.weights import TRAIN_METRICS_FILE, current_weights
+from sgs.loop.weights import TRAIN_METRICS_FILE, EngineWeights, current_weights
 from sgs.state.records import Attempt, Completion, ConjectureScore, Target, prompt_digest
 from sgs.state.targets import batch_targets
 from sgs.method.roles import CONJECTURE_NAME_PREFIX, Failure, PromptSet, canonical_form
@@ -153,6 +157,65 @@ def test_objectives_count_unparsable_outputs_as_failures_and_drop_system_errors(
     cispo = select_solver_samples(attempts, "cispo")
     assert {s.index for s in cispo} == {0, 1, 2, 3}  # the whole group but the system error
     assert cispo[0].weight > 0 > cispo[1].weight
+
+
+#: The method of +experiment=parallel_sampling.
+PARALLEL_SAMPLING = MethodConfig(solver_objective="none", conjectures_per_target=0, train_conjecturer=False,
+                                 use_guide=False)
+
+
+def test_parallel_sampling_selects_nothing_and_starts_no_learner(monkeypatch):
+    """Objective ``none``: what REINFORCE½ would train on is left alone, and the
+    training phase ends without starting a learner run."""
+    attempts = [_attempt("a", 0, "valid", 1.0), _attempt("a", 1, "invalid", 0.0)]
+    assert select_solver_samples(attempts, "reinforce_half")
+    assert select_solver_samples(attempts, "none") == []
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parallel sampling started a learner run")
+
+    monkeypatch.setattr(train, "train_models", refuse)
+    store = SimpleNamespace(attempts=lambda iteration: attempts, conjectures=lambda iteration: [])
+    train.train_policies(SimpleNamespace(cfg=SGSConfig(method=PARALLEL_SAMPLING), store=store), 0)
+
+
+class _SleepyEngines:
+    """An engine group that counts its naps."""
+
+    def __init__(self):
+        self.naps = 0
+
+    def sleep(self, level: int) -> None:
+        self.naps += 1
+
+    def wake_up(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("method, naps", [
+    (MethodConfig(conjectures_per_target=0, train_conjecturer=False, use_guide=False), 1),  # the RL baseline
+    (PARALLEL_SAMPLING, 0),
+])
+def test_engines_sleep_for_the_learner_only_when_some_role_trains(method, naps):
+    cfg = SGSConfig(method=method, resources=ResourcesConfig(sleep_engines_during_training=True))
+    engines = _SleepyEngines()
+    runtime = SimpleNamespace(engines={"solver": engines}, placement=SimpleNamespace(engine_states=lambda *args: None))
+    weights = EngineWeights(cfg, None, runtime, {"solver": Checkpoint("base", 0)})
+    weights.sleep(0, TRAINING_PHASE)
+    weights.wake(0, "record")
+    assert engines.naps == naps
+
+
+def test_only_iteration_0_shares_its_samples_between_runs(tmp_path, monkeypatch):
+    """Parallel sampling serves the base weights in every iteration; only iteration 0's
+    samples go to the shared start cache (which each run reads whole)."""
+    monkeypatch.setenv("SGS_CACHE_DIR", str(tmp_path / "cache"))
+    weights = SimpleNamespace(current={"solver": Checkpoint(str(tmp_path / "base"), 0)})
+    ctx = RunContext(SGSConfig(method=PARALLEL_SAMPLING), SimpleNamespace(targets=[]),
+                     SimpleNamespace(prompter=SimpleNamespace(token_ids=len)), weights, None, run_name="r",
+                     benchmark=None)
+    assert ctx.start_samples(0).path.parent == tmp_path / "cache" / "starts"
+    assert ctx.start_samples(1) is None
 
 
 def _score(kept: bool, weight: float) -> ConjectureScore:
@@ -477,8 +540,10 @@ def test_the_warm_start_command_answers_from_the_cache_without_starting_ray(warm
     assert "(cached," in said and "warm-up: Solver pass@4" in said
 
 
-def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: int = 4) -> Store:
-    """Everything a finished run directory must satisfy; returns the store (open: close it)."""
+def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: int = 4,
+              objective: str = "reinforce_half") -> Store:
+    """Everything a finished run directory of a Solver ``objective`` must satisfy;
+    returns the store (open: close it)."""
     store = Store.open(run_dir, None, yaml.safe_load((run_dir / "config.yaml").read_text()))
     training = [t for t in store.targets if not t.held_out]
     total = 0
@@ -501,11 +566,11 @@ def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: in
         version = max([i + 1 for i in store.checkpoint_iterations("solver") if i < it], default=0)
         assert {a.completion.policy_version for a in attempts} == {version}
         # A checkpoint exists exactly when the objective selected something.
-        trained = bool(select_solver_samples(attempts, "reinforce_half"))
+        trained = bool(select_solver_samples(attempts, objective))
         assert (it in store.checkpoint_iterations("solver")) == trained
         if trained:
             numbers = json.loads((store.checkpoint_dir("solver", it) / TRAIN_METRICS_FILE).read_text())
-            assert numbers["num_examples"] == len(select_solver_samples(attempts, "reinforce_half"))
+            assert numbers["num_examples"] == len(select_solver_samples(attempts, objective))
             # The engines serve what the learner wrote: both fp32 on CPU, so the probe's gap is rounding.
             assert numbers["probe_logprob_gap_mean"] < 1e-4
         # A committed phase leaves no sample cache behind.
@@ -640,6 +705,38 @@ def test_solver_only_experiment_on_vllm_engines_that_take_weights_directly(tmp_p
     again = _sgs("+experiment=reinforce_half_solver_only", *warm_run, *vllm, "iterations=2",
                  "logging.wandb_mode=disabled", f"run_dir={run_dir}")
     assert again.returncode == 0 and "all 2 iterations are done" in again.stdout
+
+
+@pytest.mark.slow
+def test_parallel_sampling_samples_the_warm_start_every_iteration_and_never_trains(tmp_path, warm_run):
+    """The paper's third curve of Figure 1: the warm Solver draws k proofs per target in
+    every iteration and is never updated."""
+    run_dir = tmp_path / "run"
+    proc = _sgs("+experiment=parallel_sampling", *warm_run, "iterations=2", "logging.wandb_mode=disabled",
+                f"run_dir={run_dir}", timeout=500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    store = check_run(run_dir, iterations=2, conjectures_per_target=0, objective="none")
+    try:
+        # No learner ran: no checkpoint, no learner numbers, no learner placement.
+        assert not store.checkpoint_iterations("solver") and not store.checkpoint_iterations("conjecturer")
+        metrics = store.metrics()
+        assert not any(key.startswith("train/") for m in metrics for key in m)
+        assert json.loads((run_dir / "placement.json").read_text())["learner"] == {}
+        # Every iteration draws fresh samples of the starting weights (policy version 0)...
+        attempts = [sorted(store.attempts(it), key=lambda a: a.id) for it in range(2)]
+        assert {a.completion.policy_version for a in attempts[0] + attempts[1]} == {0}
+        assert [a.completion.text for a in attempts[0]] != [a.completion.text for a in attempts[1]]
+        # ...k per training target: generations = k x targets x iterations.
+        training = sum(not t.held_out for t in store.targets)
+        assert [m["generations"] for m in metrics] == [4 * training, 4 * training * 2]
+        assert metrics[0]["cumulative_solve_rate"] <= metrics[1]["cumulative_solve_rate"]
+    finally:
+        store.close()
+    assert re.search(r"held-out pass@4 on 1 targets: \S+ \(policy version 0\) -> \S+ \(policy version 0\)",
+                     proc.stdout)
+    # The report draws its curve, labelled by the experiment.
+    page = check_report(run_dir / "report" / "report.md")
+    assert f"| parallel_sampling | {run_dir} | 2 | {4 * training * 2} |" in page
 
 
 @pytest.mark.slow

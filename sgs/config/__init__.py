@@ -13,7 +13,7 @@ group          options (``conf/<group>/<option>.yaml``)
 ``resources``  ``local_cpu``, ``gpu_node`` (8 GPUs), ``cluster``
 ``scale``      ``laptop``, ``paper`` (run length, token budgets, batch size)
 ``logging``    ``default``
-``experiment`` the eight experiments of SPEC §1.5 (``+experiment=NAME``)
+``experiment`` the eight experiments of SPEC §1.5 and ``parallel_sampling`` (``+experiment=NAME``)
 =============  ==========================================================
 
 The dataclass defaults are the paper's values (App. C) for the ``standard``
@@ -95,6 +95,7 @@ from sgs.config.validation import (  # noqa: F401  (the package's public names)
     engine_backend,
     engines_sleep_during_training,
     to_schema,
+    trained_roles,
     validate,
     warmstart_enabled,
     weight_transfer_backend,

@@ -28,7 +28,10 @@ CONFIG_NAME = "config"
 SCHEMA_NAME = "sgs_schema"
 
 # Allowed values of the string-valued choice fields.
-SOLVER_OBJECTIVES = ("reinforce_half", "reinforce", "cispo", "ei")
+SOLVER_OBJECTIVES = ("reinforce_half", "reinforce", "cispo", "ei", "none")
+#: The Solver objective that never updates the Solver: the paper's parallel
+#: sampling baseline (the starting weights sampled k times per target every iteration).
+UNTRAINED_SOLVER = "none"
 CONJECTURER_PROMPTS = ("target_conditioned", "unconditioned")
 REWARD_NORMALISATIONS = ("reference", "paper")
 LOSS_NORMALISATIONS = ("token_mean", "sequence_mean")
@@ -116,7 +119,10 @@ class MethodConfig:
 
     #: Solver objective: ``reinforce_half`` (problems with 0 < s <= 0.5),
     #: ``reinforce`` (all correct proofs), ``cispo`` (clipped importance
-    #: sampling over whole groups) or ``ei`` (expert iteration on stored proofs).
+    #: sampling over whole groups), ``ei`` (expert iteration on stored proofs)
+    #: or ``none``: the Solver is never trained and samples its starting weights
+    #: again every iteration (parallel sampling; needs ``conjectures_per_target``
+    #: 0, and no learner run starts).
     solver_objective: str = "reinforce_half"
     #: Conjectures sampled per still-unsolved target each iteration (1 in the
     #: paper); 0 runs the Solver alone with no Conjecturer and no Guide.
@@ -195,7 +201,7 @@ class SamplingConfig:
     #: Log-probs of this many most likely tokens are kept per generated
     #: position, for the token-entropy metric (SPEC §1.6); 0 keeps none.
     entropy_top_logprobs: int = 10
-    #: Keep the Solver's samples of the base weights (policy version 0) on the
+    #: Keep the Solver's iteration-0 samples (of the base weights) on the
     #: training targets in a cache shared by runs (``<cache dir>/starts/``), so
     #: that experiments with the same seed, base weights, engine backend and
     #: sampling settings start from the same iteration-0 samples: a comparison

@@ -6,8 +6,9 @@
 unknown choices, fields that contradict each other), each message naming the
 key.  :func:`config_problems` returns the list without raising.  The settings
 derived from a valid config (:func:`weight_transfer_backend`,
-:func:`engines_sleep_during_training`, :func:`warmstart_enabled`) live here
-too, next to the checks that make them well defined.
+:func:`engines_sleep_during_training`, :func:`trained_roles`,
+:func:`warmstart_enabled`) live here too, next to the checks that make them
+well defined.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from sgs.config.schema import (
     REWARD_NORMALISATIONS,
     ROLES,
     SOLVER_OBJECTIVES,
+    UNTRAINED_SOLVER,
     WANDB_MODES,
     WARMSTART_MODES,
     WEIGHT_TRANSFERS,
@@ -147,6 +149,12 @@ def _check_method(problems: list[str], method: MethodConfig) -> None:
         problems.append(
             "method.use_guide=true with method.train_conjecturer=false: Guide scores only feed the "
             "Conjecturer's reward, so a frozen Conjecturer needs no Guide; set method.use_guide=false"
+        )
+    if method.solver_objective == UNTRAINED_SOLVER and method.conjectures_per_target > 0:
+        problems.append(
+            f"method.solver_objective={UNTRAINED_SOLVER} is parallel sampling: a Solver that never learns "
+            "gains nothing from conjectures; set method.conjectures_per_target=0 (with "
+            "method.train_conjecturer=false and method.use_guide=false), as +experiment=parallel_sampling does"
         )
 
 
@@ -449,6 +457,16 @@ def engines_sleep_during_training(resources: ResourcesConfig) -> bool:
     if resources.sleep_engines_during_training is not None:
         return resources.sleep_engines_during_training
     return resources.colocate_engines_with_learner
+
+
+def trained_roles(method: MethodConfig) -> list[str]:
+    """The roles whose weights the training phase may update: the Solver unless
+    its objective is ``none`` (parallel sampling), the Conjecturer when
+    ``train_conjecturer``.  With none, no learner run ever starts."""
+    roles = [] if method.solver_objective == UNTRAINED_SOLVER else ["solver"]
+    if method.train_conjecturer:
+        roles.append("conjecturer")
+    return roles
 
 
 def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:

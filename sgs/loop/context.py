@@ -185,12 +185,14 @@ class RunContext:
             if shared_cache is not None:
                 shared_cache.close()
 
-    def start_samples(self) -> SampleCache | None:
-        """The shared cache of the Solver's samples of the base weights
-        (``sampling.share_start_samples``), while the Solver serves them; None otherwise."""
-        weights = self.weights.current["solver"]
-        if not self.cfg.sampling.share_start_samples or weights.version != 0:
+    def start_samples(self, iteration: int) -> SampleCache | None:
+        """The shared cache of the Solver's iteration-0 samples, all of the base weights
+        (``sampling.share_start_samples``); None for any later iteration.  Only the start
+        is shared: a method that keeps the base weights (parallel sampling) would
+        otherwise add every iteration's samples to a file each run reads whole."""
+        if not self.cfg.sampling.share_start_samples or iteration != 0:
             return None
+        weights = self.weights.current["solver"]
         path = start_samples_path(default_cache_dir(), weights.path, self.cfg.resources.engine_backend)
         return SampleCache(path, self.rt.prompter.token_ids)
 

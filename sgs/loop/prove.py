@@ -158,7 +158,7 @@ def prove(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
             settings = sampling_settings(sampling, n=1, seed=ctx.seed(iteration, "prove"))
             # The base weights' samples on the targets are shared between runs:
             # experiments with one seed start from the same samples (paired comparisons).
-            starts = ctx.start_samples()
+            starts = ctx.start_samples(iteration)
             shared = (starts, lambda request: request.item.kind == "target") if starts is not None else None
             ctx.draw(iteration, "prove", "solver", requests, settings, on_sample, on_verdict, shared)
         if early is not None:

@@ -3,7 +3,8 @@ iteration's attempts (or, for expert iteration, the stored proofs of the last
 iterations), the Conjecturer on its weighted conjectures; each from the role's
 current weights, both in one learner run (its workers start once per
 iteration); the roles' engines then serve the results
-(:class:`sgs.loop.weights.EngineWeights`)."""
+(:class:`sgs.loop.weights.EngineWeights`).  A role with no examples is not
+trained; with none for either (parallel sampling always) no learner run starts."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ def select_solver_samples(attempts: Sequence[Attempt], objective: str) -> list[o
         "reinforce": objectives.select_reinforce,
         "reinforce_half": objectives.select_reinforce_half,
         "cispo": objectives.select_cispo,
+        "none": objectives.select_nothing,
     }[objective]
     return select(solver_rollouts(attempts))
 

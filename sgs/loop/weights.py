@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sgs.analysis import metrics as M
-from sgs.config import SGSConfig, engines_sleep_during_training, weight_transfer_backend
+from sgs.config import SGSConfig, engines_sleep_during_training, trained_roles, weight_transfer_backend
 from sgs.loop.phases import TRAINING_PHASE
 from sgs.machinery.engines.weight_transfer import WeightTarget
 from sgs.machinery.learner import TrainResult
@@ -53,7 +53,8 @@ class EngineWeights:
         self.rt = runtime
         self.current = dict(weights)
         """The checkpoint each role's engines serve (or will, once loaded)."""
-        self._sleep_during_training = engines_sleep_during_training(cfg.resources)
+        # A method that trains no role (parallel sampling) starts no learner to make room for.
+        self._sleep_during_training = engines_sleep_during_training(cfg.resources) and bool(trained_roles(cfg.method))
         self._transfer_backend = weight_transfer_backend(cfg.resources)
         self._asleep = False
         # Newly trained weights not yet confirmed on the engines (trained while they

@@ -4,7 +4,8 @@ Two halves, both pure:
 
 * data selection over rollouts whose rewards are already known
   (:func:`sgs.method.rewards.solver_reward`): REINFORCE, REINFORCE½, CISPO and
-  expert iteration (SPEC §1.3), plus the packing of CISPO groups into batches;
+  expert iteration (SPEC §1.3), none at all (parallel sampling), plus the
+  packing of CISPO groups into batches;
 * losses over per-token log-probs of the generated tokens.  Every loss takes
   ``logprobs`` [B, T] (the policy's log-prob of each sampled token, with
   grad) and ``mask`` [B, T] (1 on generated tokens, 0 on prompt and padding).
@@ -115,6 +116,12 @@ def select_reinforce_half(
 ) -> list[Sample]:
     """REINFORCE½: the correct proofs of problems with 0 < s <= 0.5, weight 1."""
     return _select_correct(rollouts, lambda rate: 0.0 < rate <= max_solve_rate)
+
+
+def select_nothing(rollouts: Sequence[Rollout]) -> list[Sample]:
+    """Parallel sampling (objective ``none``): the Solver is never trained, so
+    every iteration samples the starting weights again; nothing is selected."""
+    return []
 
 
 def group_advantages(rewards: Sequence[float]) -> list[float]:
