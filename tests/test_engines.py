@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 
 import pytest
 import ray
 import torch
 from transformers import GenerationConfig, LlamaForCausalLM
 
+from sgs import config as C
 from sgs.machinery.engines import EngineGroup, SamplingSettings, build_engine, shares_gpu
+from sgs.machinery.engines.base import completion_limit
 from sgs.machinery.engines.hf import TransformersEngine
+from sgs.machinery.runtime import conjecturer_settings, solver_settings
+from tests.test_config import compose_cfg
 
 PROMPTS = ["Theorem add_0_r : forall n : nat, n + 0 = n.\nProof.", "Lemma t : True."]
 
@@ -52,6 +57,7 @@ def assert_logprobs_match(engine, sample, temperature=1.0):
         ({"top_p": 0.0}, "top_p"),
         ({"top_p": 1.5}, "top_p"),
         ({"seed": -1}, "seed"),
+        ({"max_seq_len": 1}, "max_seq_len"),
     ],
 )
 def test_sampling_settings_reject_bad_values(bad, field):
@@ -162,6 +168,50 @@ def test_context_limit_cuts_generation_and_rejects_long_prompts(checkpoint):
     assert sample.num_tokens == 24 - prompt_len
     with pytest.raises(ValueError, match="prompt 0 has .* tokens"):
         limited.generate(["Theorem " * 30], SamplingSettings())
+
+
+def test_max_seq_len_caps_prompt_plus_completion_and_names_a_prompt_that_fills_it(engine):
+    prompt_len = len(engine.tokenizer(PROMPTS[0])["input_ids"])
+    capped = SamplingSettings(n=2, max_tokens=100, seed=0, max_seq_len=prompt_len + 5)
+    [group] = engine.generate(PROMPTS[:1], capped)
+    # A random model almost never says EOS; a sample that does stops earlier.
+    for sample in group:
+        assert sample.num_tokens <= 5
+        assert sample.finish_reason == "stop" or sample.num_tokens == 5
+    # Below max_seq_len, max_tokens still rules.
+    [[short]] = engine.generate(PROMPTS[:1], replace(capped, n=1, max_tokens=3))
+    assert short.num_tokens <= 3
+    with pytest.raises(ValueError, match=r"prompt 1 \('Lemma t : True.'\.\.\.\) has .* max_seq_len=6 "
+                                         r"\(training.max_seq_len"):
+        engine.generate(["Lemma", PROMPTS[1]], SamplingSettings(max_seq_len=6))
+
+
+@pytest.mark.parametrize(
+    "max_tokens, prompt_len, max_model_len, max_seq_len, limit",
+    [
+        (100, 10, 1000, None, 100),   # max_tokens rules
+        (100, 10, 50, None, 40),      # the engine's context
+        (100, 10, 1000, 60, 50),      # the learner's max_seq_len
+        (100, 10, 30, 60, 20),        # whichever is shorter
+        (20, 10, 1000, 60, 20),
+    ],
+)
+def test_completion_limit_is_the_tightest_of_the_three(max_tokens, prompt_len, max_model_len, max_seq_len, limit):
+    settings = SamplingSettings(max_tokens=max_tokens, max_seq_len=max_seq_len)
+    assert completion_limit(prompt_len, settings, max_model_len) == limit
+
+
+@pytest.mark.parametrize("experiment, solver_cap, conjecturer_cap", [
+    ("standard", 1024, 1024),
+    ("frozen_conjecturer", 1024, None),   # its samples are never trained on
+])
+def test_the_loops_samples_are_capped_at_max_seq_len_for_the_roles_the_learner_trains(
+        experiment, solver_cap, conjecturer_cap):
+    cfg = C.validate(compose_cfg(f"+experiment={experiment}", "model=tiny", "prover=rocq", "resources=local_cpu",
+                                 "scale=laptop"))
+    assert cfg.training.max_seq_len == 1024
+    assert solver_settings(cfg, seed=0).max_seq_len == solver_cap
+    assert conjecturer_settings(cfg, seed=0).max_seq_len == conjecturer_cap
 
 
 def test_bad_prompts_and_backends_are_rejected(engine, checkpoint):

@@ -235,6 +235,15 @@ def test_bad_prompts_are_rejected(engine):
     assert engine.generate([], SamplingSettings()) == []
 
 
+def test_max_seq_len_caps_prompt_plus_completion_and_refuses_a_prompt_that_fills_it(engine):
+    prompt_len = len(engine.tokenizer(PROMPTS[1])["input_ids"])
+    [[cut]] = engine.generate(PROMPTS[1:], SamplingSettings(max_tokens=100, seed=0, max_seq_len=prompt_len + 4))
+    assert cut.num_tokens <= 4
+    assert cut.finish_reason == "stop" or cut.num_tokens == 4
+    with pytest.raises(ValueError, match="prompt 0 .* has .* max_seq_len="):
+        engine.generate(PROMPTS[1:], SamplingSettings(max_seq_len=prompt_len))
+
+
 def test_sleep_is_a_noop_without_sleep_mode(engine, caplog):
     settings = SamplingSettings(max_tokens=6, seed=2)
     before = engine.generate(PROMPTS, settings)

@@ -24,6 +24,8 @@ from sgs.analysis.metrics import (
     reason_key,
     resolved_wandb_mode,
     sample_tables,
+    seq_len_capped,
+    seq_len_capped_metrics,
     wandb_run_id,
 )
 from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore, prompt_digest
@@ -71,6 +73,23 @@ def test_outputs_without_a_proof_count_as_failed_attempts():
     assert attempt_outcome(ATTEMPTS[2]) == NO_PROOF
     rates = solve_rates(ATTEMPTS)
     assert rates == {"a": 0.25, "b": 0.0, "c": None, "x": 1.0}
+
+
+def test_samples_cut_short_of_max_tokens_count_as_capped_at_the_sequence_limit():
+    def cut(tokens: int, reason: str) -> Completion:
+        return Completion(prompt_sha256=prompt_digest("p"), text="t", token_ids=[1] * tokens,
+                          logprobs=[-0.1] * tokens, policy_version=0, finish_reason=reason, entropy=0.5)
+
+    # Capped: "length" short of max_tokens=8; not: stopped on EOS, or cut at max_tokens itself.
+    completions = [cut(5, "length"), cut(7, "length"), cut(5, "stop"), cut(8, "length"), cut(8, "stop")]
+    assert seq_len_capped(completions, 8) == 2
+    attempts = [attempt("a", 0, "valid")]
+    conjectures = [conjecture("c0", None, "no_code_block")]
+    metrics = seq_len_capped_metrics(attempts, conjectures, {"solver": 3, "conjecturer": 3})
+    assert metrics == {"seq_len_capped/solver": 0, "seq_len_capped/conjecturer": 0}
+    capped = [Conjecture(id="c1", iteration=0, target_id="t", completion=cut(2, "length"), statement=None,
+                         extraction_error="no_code_block")]
+    assert seq_len_capped_metrics(attempts, capped, {"solver": 3, "conjecturer": 3})["seq_len_capped/conjecturer"] == 1
 
 
 def test_pass_at_k_is_over_every_training_target():

@@ -31,6 +31,8 @@ def test_the_key_covers_everything_that_determines_a_sample():
         sample_key("p", SamplingSettings(n=4, max_tokens=32, temperature=1.0, top_p=0.95, seed=8), 2, "target/t1/a0"),
         sample_key("p", SETTINGS, 3, "target/t1/a0"),
         sample_key("p", SETTINGS, 2, "target/t1/a1"),
+        sample_key("p", SamplingSettings(n=4, max_tokens=32, temperature=1.0, top_p=0.95, seed=7, max_seq_len=64), 2,
+                   "target/t1/a0"),
     ]
     assert base not in changed and len(set(changed)) == len(changed)
 

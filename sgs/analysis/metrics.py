@@ -23,7 +23,7 @@ from typing import Any
 
 from lean_env.verdict import Status, Verdict
 from sgs.config import LoggingConfig
-from sgs.state.records import Attempt, Conjecture, ConjectureScore
+from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore
 from sgs.method.rewards import solve_rate
 from sgs.method.roles import Failure, conclusion_length, has_disjunctive_conclusion
 
@@ -163,6 +163,29 @@ def logprob_gap(learner: Sequence[float], engine: Sequence[float]) -> tuple[floa
                          f"and {len(engine)}")
     gaps = [abs(a - b) for a, b in zip(learner, engine)]
     return sum(gaps) / len(gaps), max(gaps)
+
+
+#: ``seq_len_capped/<role>``: an iteration's samples of the role that stopped
+#: at the sequence limit before ``max_tokens``.
+SEQ_LEN_CAPPED_PREFIX = "seq_len_capped"
+
+
+def seq_len_capped(completions: Iterable[Completion], max_tokens: int) -> int:
+    """Samples the engine stopped ("length") short of ``max_tokens``: their
+    prompt left less room under the sequence limit, ``training.max_seq_len``
+    for the trained roles (or the engine's context, if shorter).  The engines
+    cap them so that the learner cuts nothing (``train/<role>/num_truncated``
+    stays 0); this says how many were cut short instead."""
+    return sum(c.finish_reason == "length" and c.num_tokens < max_tokens for c in completions)
+
+
+def seq_len_capped_metrics(attempts: Iterable[Attempt], conjectures: Iterable[Conjecture],
+                           max_tokens: Mapping[str, int]) -> dict[str, int]:
+    """:func:`seq_len_capped` of the Solver's and the Conjecturer's samples
+    (``max_tokens``: ``sampling.<role>.max_tokens`` by role)."""
+    completions = {"solver": [a.completion for a in attempts], "conjecturer": [c.completion for c in conjectures]}
+    return {f"{SEQ_LEN_CAPPED_PREFIX}/{role}": seq_len_capped(found, max_tokens[role])
+            for role, found in completions.items()}
 
 
 # --------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from lean_env.verdict import ProofTask, Verdict
 from sgs.analysis import metrics as M
 from sgs.loop.context import Problem, RunContext, attempt_id, review_sample_id, to_completion
 from sgs.machinery.engines import EngineGroup, Sample, SamplingSettings
-from sgs.machinery.runtime import sampling_settings
+from sgs.machinery.runtime import sampling_settings, solver_settings
 from sgs.machinery.streaming import Request
 from sgs.method import objectives
 from sgs.method.rewards import apply_overlong_penalty, solver_reward
@@ -155,7 +155,7 @@ def prove(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
     early = early_reviews(ctx, iteration, phase_log) if method.use_guide else None
     try:
         if requests:
-            settings = sampling_settings(sampling, n=1, seed=ctx.seed(iteration, "prove"))
+            settings = solver_settings(ctx.cfg, seed=ctx.seed(iteration, "prove"))
             # The base weights' samples on the targets are shared between runs:
             # experiments with one seed start from the same samples (paired comparisons).
             starts = ctx.start_samples(iteration)

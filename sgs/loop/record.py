@@ -48,6 +48,8 @@ def record(ctx: RunContext, iteration: int, phases: dict[str, M.PhaseStats], fau
         training=training_numbers(ctx, iteration),
     )
     metrics["conjectures_matching_benchmark"] = benchmark_matches(ctx, conjectures)
+    metrics.update(M.seq_len_capped_metrics(attempts, conjectures, {
+        role: getattr(ctx.cfg.sampling, role).max_tokens for role in TRAINED_ROLES}))
     metrics.update(faults)
     metrics.update(periodic_evaluation(ctx, iteration))
     best_so_far = max((m["cumulative_solve_rate"] for m in store.metrics()), default=None)

@@ -37,6 +37,7 @@ from sgs.config import (
     SGSConfig,
     engine_backend,
     declared_gpus,
+    trained_roles,
     warmstart_enabled,
     weight_transfer_backend,
 )
@@ -154,16 +155,32 @@ def model_paths(cfg: SGSConfig) -> ModelPaths:
 # --------------------------------------------------------------------------
 
 
-def sampling_settings(role: RoleSampling, *, n: int, seed: int) -> SamplingSettings:
-    """One role's sampling config as engine settings for ``n`` samples per prompt."""
+def sampling_settings(role: RoleSampling, *, n: int, seed: int, max_seq_len: int | None = None) -> SamplingSettings:
+    """One role's sampling config as engine settings for ``n`` samples per prompt
+    (``max_seq_len``: see :class:`SamplingSettings`)."""
     return SamplingSettings(n=n, max_tokens=role.max_tokens, temperature=role.temperature,
-                            top_p=role.top_p, seed=seed)
+                            top_p=role.top_p, seed=seed, max_seq_len=max_seq_len)
+
+
+def learner_max_seq_len(cfg: SGSConfig, role: str) -> int | None:
+    """The cap on prompt + completion of ``role``'s loop samples: ``training.max_seq_len``
+    for a role the learner trains (:func:`trained_roles`), so that nothing is generated
+    that training would cut; None (no cap) for the others."""
+    return cfg.training.max_seq_len if role in trained_roles(cfg.method) else None
+
+
+def solver_settings(cfg: SGSConfig, *, seed: int) -> SamplingSettings:
+    """The prove phase's Solver settings (one sample per request), capped by :func:`learner_max_seq_len`."""
+    return sampling_settings(cfg.sampling.solver, n=1, seed=seed, max_seq_len=learner_max_seq_len(cfg, "solver"))
 
 
 def conjecturer_settings(cfg: SGSConfig, *, seed: int) -> SamplingSettings:
-    """The Conjecturer's engine settings (one sample per prompt), with its grammar if it has one."""
+    """The Conjecturer's engine settings (one sample per prompt), with its grammar if it has one,
+    capped by :func:`learner_max_seq_len`."""
     grammar = grammar_text(cfg.sampling.conjecturer_grammar, cfg.prover.language)
-    return replace(sampling_settings(cfg.sampling.conjecturer, n=1, seed=seed), grammar=grammar)
+    settings = sampling_settings(cfg.sampling.conjecturer, n=1, seed=seed,
+                                 max_seq_len=learner_max_seq_len(cfg, "conjecturer"))
+    return replace(settings, grammar=grammar)
 
 
 def grammar_text(spec: str | None, language: str) -> str | None:

@@ -7,7 +7,8 @@ but were still waiting for the prover when the driver died would otherwise be
 drawn again.  The cache writes each sample the moment it returns, under a key
 made of everything that determines it:
 
-    sha256(prompt, max_tokens, temperature, top_p, the phase's seed, policy version, sample id)
+    sha256(prompt, max_tokens, temperature, top_p, the phase's seed, policy version, sample id,
+           max_seq_len)
 
 (the sample id names the problem and the draw, e.g. ``target/t17/a3``).  A
 resumed phase looks every wanted sample up first and sends only the misses
@@ -70,7 +71,7 @@ def start_samples_path(cache_dir: str | os.PathLike, weights: str, engine_backen
 def sample_key(prompt: str, settings: SamplingSettings, policy_version: int, sample_id: str) -> str:
     """The content address of one sample (``settings.n`` does not matter: each sample is keyed alone)."""
     content = json.dumps([prompt, settings.max_tokens, settings.temperature, settings.top_p, settings.seed,
-                          policy_version, sample_id])
+                          policy_version, sample_id, settings.max_seq_len])
     return hashlib.sha256(content.encode()).hexdigest()
 
 

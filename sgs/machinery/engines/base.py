@@ -63,6 +63,12 @@ class SamplingSettings:
     grammar: str | None = None
     """EBNF grammar (xgrammar's dialect, see :mod:`sgs.method.roles.grammar`) that every
     sample follows: tokens that would leave it are never drawn.  None: free text."""
+    max_seq_len: int | None = None
+    """Most prompt + completion tokens per sample: the learner's ``training.max_seq_len``
+    for the samples it trains on, so that nothing is generated that training would cut.
+    A sample that reaches it stops with "length" (before ``max_tokens`` when the prompt
+    is long); a prompt that alone reaches it is refused.  None: only ``max_tokens`` and
+    the engine's context limit apply."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.n, int) or self.n < 1:
@@ -77,6 +83,8 @@ class SamplingSettings:
             raise ValueError(f"SamplingSettings.seed must be None or a non-negative integer, got {self.seed!r}")
         if self.grammar is not None and (not isinstance(self.grammar, str) or not self.grammar.strip()):
             raise ValueError(f"SamplingSettings.grammar must be None or a non-empty EBNF text, got {self.grammar!r}")
+        if self.max_seq_len is not None and (not isinstance(self.max_seq_len, int) or self.max_seq_len < 2):
+            raise ValueError(f"SamplingSettings.max_seq_len must be None or an integer >= 2, got {self.max_seq_len!r}")
 
 
 @dataclass(frozen=True)
@@ -92,7 +100,8 @@ class Sample:
     prompt_token_ids: list[int]
     """The prompt as the engine tokenised it."""
     finish_reason: FinishReason
-    """"stop": the sample ended with an EOS token; "length": it hit max_tokens or the context limit."""
+    """"stop": the sample ended with an EOS token; "length": it hit max_tokens, max_seq_len or
+    the context limit."""
     policy_version: int
     """Version of the weights that produced the sample (0 = the initial checkpoint)."""
     entropy: float
@@ -155,10 +164,13 @@ class GenerationEngine(abc.ABC):
         """Undo :meth:`sleep` (before generating or loading weights again)."""
 
 
-def tokenize_prompts(tokenizer: Any, prompts: list[str], max_model_len: int) -> list[list[int]]:
+def tokenize_prompts(
+    tokenizer: Any, prompts: list[str], max_model_len: int, max_seq_len: int | None = None
+) -> list[list[int]]:
     """Each prompt's token ids as ``tokenizer(prompt)`` gives them (special
     tokens included), refusing prompts that leave nothing to condition on or
-    no room to generate under ``max_model_len``."""
+    no room to generate under ``max_model_len`` or ``max_seq_len``
+    (``SamplingSettings.max_seq_len``)."""
     prompt_ids = tokenizer(list(prompts))["input_ids"]
     for index, ids in enumerate(prompt_ids):
         if not ids:
@@ -167,7 +179,23 @@ def tokenize_prompts(tokenizer: Any, prompts: list[str], max_model_len: int) -> 
             raise ValueError(
                 f"prompt {index} has {len(ids)} tokens, leaving no room under max_model_len={max_model_len}"
             )
+        if max_seq_len is not None and len(ids) >= max_seq_len:
+            raise ValueError(
+                f"prompt {index} ({prompts[index][:80]!r}...) has {len(ids)} tokens, leaving no room for a "
+                f"completion under max_seq_len={max_seq_len} (training.max_seq_len: the learner would cut "
+                f"every token generated for it)"
+            )
     return prompt_ids
+
+
+def completion_limit(prompt_len: int, settings: SamplingSettings, max_model_len: int) -> int:
+    """Most tokens a sample of a ``prompt_len``-token prompt may have: ``settings.max_tokens``,
+    or less where the prompt leaves less room under the engine's ``max_model_len`` or
+    under ``settings.max_seq_len``."""
+    limit = min(settings.max_tokens, max_model_len - prompt_len)
+    if settings.max_seq_len is not None:
+        limit = min(limit, settings.max_seq_len - prompt_len)
+    return limit
 
 
 def top_k_entropy(top_logprobs: torch.Tensor) -> torch.Tensor:

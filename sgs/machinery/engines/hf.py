@@ -27,6 +27,7 @@ from sgs.machinery.engines.base import (
     GenerationEngine,
     Sample,
     SamplingSettings,
+    completion_limit,
     first_line,
     tokenize_prompts,
     top_k_entropy,
@@ -175,7 +176,7 @@ class TransformersEngine(GenerationEngine):
     def generate(self, prompts: list[str], settings: SamplingSettings) -> list[list[Sample]]:
         if not prompts:
             return []
-        prompt_ids = tokenize_prompts(self.tokenizer, prompts, self._max_model_len)
+        prompt_ids = tokenize_prompts(self.tokenizer, prompts, self._max_model_len, settings.max_seq_len)
         generator = torch.Generator(device=self._device)
         if settings.seed is None:
             generator.seed()
@@ -199,7 +200,7 @@ class TransformersEngine(GenerationEngine):
         batch = len(rows)
         input_ids, attention_mask = left_pad(rows, self._pad_id, self._device)
         limits = torch.tensor(
-            [min(settings.max_tokens, self._max_model_len - len(row)) for row in rows], device=self._device
+            [completion_limit(len(row), settings, self._max_model_len) for row in rows], device=self._device
         )
         width = int(limits.max())
         tokens = torch.zeros((batch, width), dtype=torch.long, device=self._device)

@@ -61,7 +61,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig, PreTrainedModel
 
-from sgs.machinery.engines.base import ENTROPY_TOP_K, GenerationEngine, Sample, SamplingSettings, tokenize_prompts, top_k_entropy
+from sgs.machinery.engines.base import (
+    ENTROPY_TOP_K,
+    GenerationEngine,
+    Sample,
+    SamplingSettings,
+    completion_limit,
+    tokenize_prompts,
+    top_k_entropy,
+)
 from sgs.machinery.engines.hf import _check_version, completion_logprobs
 
 if TYPE_CHECKING:
@@ -197,7 +205,7 @@ class VLLMEngine(GenerationEngine):
             return []
         from vllm.inputs import TokensPrompt
 
-        prompt_ids = tokenize_prompts(self.tokenizer, prompts, self._max_model_len)
+        prompt_ids = tokenize_prompts(self.tokenizer, prompts, self._max_model_len, settings.max_seq_len)
         # One seed per prompt, drawn from the call's seed (or fresh entropy when it is
         # None), so prompts and calls get independent streams and a repeated call
         # repeats.  vLLM's own unseeded path would depend on the engine's history.
@@ -333,8 +341,8 @@ class VLLMEngine(GenerationEngine):
             n=1 if settings.temperature == 0 else settings.n,
             temperature=settings.temperature,
             top_p=settings.top_p,
-            # The context limit cuts a sample short like max_tokens does ("length").
-            max_tokens=min(settings.max_tokens, self._max_model_len - prompt_len),
+            # The context limit and max_seq_len cut a sample short like max_tokens does ("length").
+            max_tokens=completion_limit(prompt_len, settings, self._max_model_len),
             seed=seed,
             # The sampled token's log-prob comes with the top 10 (for the entropy).
             logprobs=ENTROPY_TOP_K,
