@@ -83,7 +83,7 @@ def main(raw: DictConfig) -> None:
         print(f"targets.source: {error}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
     try:
-        with Store.open(cfg.run_dir, targets, asdict(cfg)) as store:
+        with Store.open(cfg.run_dir, targets, asdict(cfg), proof_counting=cfg.method.ei_solved_count) as store:
             iteration, phase = store.resume_point(PHASES)
             if iteration >= cfg.iterations:
                 print(f"{store.run_dir}: all {cfg.iterations} iterations are done")

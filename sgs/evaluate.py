@@ -14,7 +14,8 @@ the verifier pool, and reports the unbiased pass@k for each k of
 ``evaluation.ks`` with a bootstrap confidence interval (:mod:`sgs.analysis.estimators`).
 It writes ``problems.jsonl`` (one line per problem: id, n, c, pass@k per k,
 the count of each verdict status) and ``summary.json`` (pass@k per k with
-its interval, the checkpoint, benchmark, n, seed and wall time) to
+its interval, the checkpoint and its policy version, benchmark, n, seed and
+wall time) to
 ``evaluation.output_dir``, and prints a table.  A bad config, benchmark or
 file ends it with exit status 2, a machine that lacks what the config needs
 with 3, both before Ray starts.
@@ -40,6 +41,7 @@ from sgs.state.benchmarks import BenchmarkError, load_benchmark
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, missing_model_directory, requirements_problems
 from sgs.config import validate
 from sgs.analysis.evaluation import BenchmarkResult, evaluate_problems, format_table
+from sgs.loop.weights import checkpoint_version
 from sgs.state.records import Target
 from sgs.machinery.prompts import Prompter
 from sgs.machinery.runtime import (Checkpoint, model_paths, pinned_gpus, sampling_settings, start_engines, start_ray,
@@ -101,7 +103,9 @@ def evaluate_checkpoint(cfg: SGSConfig, benchmark: str, problems: Sequence[Targe
 
     With ``evaluation.checkpoint`` null the weights are the run's base model,
     warm-started (from the cache, or trained now) when ``python -m sgs``
-    would warm-start it.
+    would warm-start it: policy version 0.  A checkpoint's version is its
+    own (:func:`sgs.loop.weights.checkpoint_version`: written into it, or
+    found in the run directory that holds it), or None when neither tells.
     """
     evaluation, res = cfg.evaluation, cfg.resources
     paths = model_paths(cfg) if evaluation.checkpoint is None else None
@@ -110,19 +114,24 @@ def evaluate_checkpoint(cfg: SGSConfig, benchmark: str, problems: Sequence[Targe
         if paths is None:
             checkpoint = evaluation.checkpoint
             tokenizer = cfg.model.tokenizer_path or checkpoint
+            version = checkpoint_version(checkpoint)
         else:
             checkpoint, tokenizer = sft.default_weights(cfg, paths, train=True)
-        engine = start_engines(cfg, "eval-solver", Checkpoint(checkpoint, 0), num_engines=res.solver_engines,
-                               gpu_ids=pinned_gpus(cfg).get("solver"), weight_transfer=False)
+            version = 0
+        # The engines label their samples with an int (none is kept here); the result carries the truth.
+        engine = start_engines(cfg, "eval-solver", Checkpoint(checkpoint, version or 0),
+                               num_engines=res.solver_engines, gpu_ids=pinned_gpus(cfg).get("solver"),
+                               weight_transfer=False)
         try:
             pool = start_verifier_pool(cfg, name="eval-verifier")
             try:
                 settings = sampling_settings(cfg.sampling.solver, n=evaluation.samples_per_problem, seed=cfg.seed)
-                return evaluate_problems(engine, pool, Prompter(cfg.prover.language,
-                                                                AutoTokenizer.from_pretrained(tokenizer)),
-                                         problems, ks=evaluation.ks, settings=settings,
-                                         language=cfg.prover.language, benchmark=benchmark,
-                                         checkpoint=checkpoint, confidence=evaluation.confidence)
+                result = evaluate_problems(engine, pool, Prompter(cfg.prover.language,
+                                                                  AutoTokenizer.from_pretrained(tokenizer)),
+                                           problems, ks=evaluation.ks, settings=settings,
+                                           language=cfg.prover.language, benchmark=benchmark,
+                                           checkpoint=checkpoint, confidence=evaluation.confidence)
+                return replace(result, policy_version=version)
             finally:
                 pool.shutdown()
         finally:

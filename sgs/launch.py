@@ -25,8 +25,8 @@ from transformers import AutoTokenizer
 
 from sgs import sft
 from sgs.analysis.evaluation import HELD_OUT_FILE, held_out_pass_at_k, read_json
-from sgs.analysis.metrics import MetricsSink
-from sgs.config import SGSConfig, warmstart_enabled
+from sgs.analysis.metrics import MetricsSink, format_rate
+from sgs.config import UNELABORATED_CONJECTURES, SGSConfig, warmstart_enabled
 from sgs.loop.context import derived_seed
 from sgs.loop.iteration import Loop
 from sgs.loop.phases import PHASES
@@ -128,8 +128,9 @@ def _summary(cfg: SGSConfig, store: Store, loop: Loop, held_out: dict[str, dict 
               f"before any self-play update) -> {last['cumulative_solve_rate']:.3f} after iteration "
               f"{last['iteration']}")
         print("  per iteration: " + ", ".join(f"{m['iteration']}: {m['cumulative_solve_rate']:.3f}" for m in metrics))
-        print(f"  pass@{k} per iteration: " + ", ".join(f"{m['iteration']}: {m['pass_at_k']:.3f}" for m in metrics))
-        print(f"generations: {last['generations']}")
+        print(f"  pass@{k} per iteration, on the training targets it sampled: "
+              + ", ".join(f"{m['iteration']}: {format_rate(m['pass_at_k'])}" for m in metrics))
+        print(f"generations: {last['generations']}, {generation_count(cfg)}")
     before, after = held_out.get("before") or _stored_before(store), held_out.get("after")
     if after is None:
         print("held-out pass@k: not measured (no held-out target, or evaluation.k=0)")
@@ -142,6 +143,13 @@ def _summary(cfg: SGSConfig, store: Store, loop: Loop, held_out: dict[str, dict 
     print("  per phase: " + ", ".join(f"{phase} {loop.seconds[phase]:.1f} s" for phase in PHASES))
     if dashboard:
         print(f"Ray dashboard (while a run is going): {dashboard}; {DASHBOARD_TOKEN_HINT}")
+
+
+def generation_count(cfg: SGSConfig) -> str:
+    """What the run's generation count includes, naming the setting that decides it."""
+    setting = cfg.method.unelaborated_conjectures
+    return (f"every Conjecturer and Solver sample: {UNELABORATED_CONJECTURES[setting]} "
+            f"(method.unelaborated_conjectures={setting})")
 
 
 def _stored_before(store: Store) -> dict | None:

@@ -100,6 +100,10 @@ def test_paper_hyperparameters_are_the_schema_defaults():
     assert (cfg.method.cispo_ratio_min, cfg.method.cispo_ratio_max) == (0.0, 4.0)
     assert cfg.method.reward_normalisation == "reference"
     assert cfg.method.loss_normalisation == "token_mean"
+    # Deviations from the paper kept as the default (the fidelity=paper config group selects the paper's).
+    assert cfg.method.unelaborated_conjectures == "skip"
+    assert cfg.method.conjecture_dedup == "canonical"
+    assert cfg.method.ei_solved_count == "distinct"
     for role in ("solver", "conjecturer", "guide"):
         assert cfg.sampling[role].temperature == 1.0 and cfg.sampling[role].top_p == 1.0
 
@@ -213,6 +217,10 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
         (["method.conjecturer_prompt=random"], "method.conjecturer_prompt='random' is not one of"),
         (["method.reward_normalisation=zscore"], "method.reward_normalisation='zscore' is not one of"),
         (["method.loss_normalisation=sum"], "method.loss_normalisation='sum' is not one of"),
+        (["method.unelaborated_conjectures=drop"],
+         "method.unelaborated_conjectures='drop' is not one of skip, attempt"),
+        (["method.conjecture_dedup=fuzzy"], "method.conjecture_dedup='fuzzy' is not one of canonical, exact"),
+        (["method.ei_solved_count=unique"], "method.ei_solved_count='unique' is not one of distinct, all"),
         (["method.num_solver_samples=0"], "method.num_solver_samples=0 must be at least 1"),
         (["method.overlong_fraction=1.0"], "method.overlong_fraction=1.0 must lie strictly between 0 and 1"),
         (["method.cispo_ratio_max=0.5"], "must bracket 1"),

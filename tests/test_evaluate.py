@@ -442,4 +442,6 @@ def test_the_command_end_to_end(tmp_path, tiny_dir, require_rocq):
     assert (summary["benchmark"], summary["checkpoint"], summary["n"], summary["seed"]) == (
         "rocq-held-out", str(tiny_dir), 2, 0)
     assert set(summary["pass_at_k"]) == {"1", "2"} and summary["problems"] == 3
+    # Weights from outside a run: their policy version is not known, and is not claimed to be 0.
+    assert summary["policy_version"] is None and "(policy version unknown)" in proc.stdout
     assert summary["wall_seconds"] >= summary["seconds"] > 0

@@ -217,6 +217,9 @@ def test_held_out_and_benchmark_results_are_read_by_policy_version():
     assert benchmark_evals(summary) == [BenchmarkEval("rocq-held-out", 2, 1, 0.25, 0.1, 0.4),
                                         BenchmarkEval("rocq-held-out", 2, 8, 0.5, 0.3, 0.7)]
     assert benchmark_evals({"some": "other tool's summary"}) == []
+    # Weights whose version the evaluation could not tell (from outside a run) say so.
+    assert benchmark_evals({**summary, "policy_version": None})[0] == BenchmarkEval("rocq-held-out", None, 1, 0.25,
+                                                                                    0.1, 0.4)
 
 
 def test_the_held_out_file_name_is_the_one_the_run_writes():
@@ -325,11 +328,21 @@ def test_report_writes_every_figure_and_explains_what_is_missing(run_dir, tmp_pa
     (run_dir / "evals" / "iter_0001" / "summary.json").write_text(json.dumps(
         {"benchmark": "bench", "policy_version": 2,
          "pass_at_k": {"1": {"pass_at_k": 0.25, "ci_low": 0.0, "ci_high": 0.5}}}))
-    assert read_run(run_dir).benchmarks == [BenchmarkEval("bench", 2, 1, 0.25, 0.0, 0.5)]
+    (run_dir / "evals" / "outside").mkdir()
+    (run_dir / "evals" / "outside" / "summary.json").write_text(json.dumps(
+        {"benchmark": "bench", "policy_version": None,
+         "pass_at_k": {"1": {"pass_at_k": 0.5, "ci_low": 0.0, "ci_high": 1.0}}}))
+    assert read_run(run_dir).benchmarks == [BenchmarkEval("bench", None, 1, 0.5, 0.0, 1.0),
+                                            BenchmarkEval("bench", 2, 1, 0.25, 0.0, 0.5)]
     page = report([run_dir], tmp_path / "out")
     assert page == tmp_path / "out" / "report.md"
     text = check_report(page)
     assert "| standard | " in text and "0.333 → 0.667" in text and "v0: 0.000" in text
+    # The run predates method.unelaborated_conjectures: it skipped them, and the table says so.
+    assert ("| every Conjecturer and Solver sample: conjectures that fail to elaborate get no Solver attempts "
+            "(method.unelaborated_conjectures=skip) |") in text
+    assert ("standard: bench pass@1 = 0.500 of weights whose policy version the evaluation could not tell: it has "
+            "no place on the iteration axis") in text
     assert "no fit: only 0 of the 2 points are at or above 100,000 generations" in text
     assert ("no `phase_seconds/prove` in iteration(s) 1 "
             "(a phase finished before the run was resumed is not timed)") in text

@@ -180,8 +180,10 @@ class BenchmarkResult:
     """The benchmark's name."""
     checkpoint: str
     """The weights evaluated (directory or hub id)."""
-    policy_version: int
-    """The engines' policy version (0 for weights from outside a run)."""
+    policy_version: int | None
+    """The policy version of the weights: 0 before self-play, v after
+    iteration v-1's Solver update; None when not known (weights from outside
+    a run)."""
     language: str
     """The proof language."""
     ks: tuple[int, ...]
@@ -282,7 +284,8 @@ def format_table(result: BenchmarkResult) -> str:
     statuses = result.statuses
     lines = [
         f"== pass@k on {result.benchmark}: {len(result.problems)} problems, n = {result.n} samples each ==",
-        f"checkpoint: {result.checkpoint} (policy version {result.policy_version})",
+        f"checkpoint: {result.checkpoint} (policy version "
+        f"{'unknown' if result.policy_version is None else result.policy_version})",
         f"{'k':>6}  {'pass@k':>7}  {result.confidence:.0%} CI",
     ]
     for k, estimate in result.estimates.items():

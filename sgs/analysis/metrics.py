@@ -72,12 +72,20 @@ def solve_rates(attempts: Iterable[Attempt]) -> dict[str, float | None]:
     return {problem: solve_rate(found) for problem, found in statuses.items()}
 
 
-def pass_at_k(attempts: Iterable[Attempt], training_ids: Sequence[str]) -> float:
-    """Share of the training targets with at least one verified attempt."""
-    if not training_ids:
-        return 0.0
-    solved = {a.problem_id for a in attempts if a.problem_kind == "target" and a.verified}
-    return sum(target in solved for target in training_ids) / len(training_ids)
+def pass_at_k(attempts: Iterable[Attempt], training_ids: Sequence[str]) -> float | None:
+    """Share of the training targets the attempts sampled with at least one
+    verified attempt: over the iteration's batch, or, under expert iteration,
+    over the targets it sampled (those with too few stored proofs), never over
+    targets it did not try.  None when no training target was sampled."""
+    training = set(training_ids)
+    ours = [a for a in attempts if a.problem_kind == "target" and a.problem_id in training]
+    sampled, solved = {a.problem_id for a in ours}, {a.problem_id for a in ours if a.verified}
+    return len(solved) / len(sampled) if sampled else None
+
+
+def format_rate(value: float | None) -> str:
+    """A rate for people: three decimals, or ``n/a`` when it is undefined (None)."""
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def verification_outcomes(attempts: Iterable[Attempt]) -> dict[str, int]:
@@ -199,8 +207,8 @@ def conjecture_metrics(conjectures: Sequence[Conjecture], scores: Sequence[Conje
 
     ``sampled`` counts every Conjecturer sample, ``extracted`` those whose
     output held a well-formed statement, ``attempted`` those that also were
-    new and elaborated (the Solver attempted them), ``kept`` those selected
-    for reward.
+    new and (under ``method.unelaborated_conjectures=skip``) elaborated: the
+    Solver attempted them; ``kept`` those selected for reward.
     """
     rejections = Counter(c.extraction_error for c in conjectures if c.extraction_error is not None)
     statements = [c.statement for c in conjectures if c.statement is not None]
@@ -260,6 +268,7 @@ def iteration_metrics(
         "generations": generations,
         "generations_this_iteration": len(attempts) + len(conjectures),
         "cumulative_solve_rate": cumulative_solve_rate,
+        # Over the training targets sampled (targets_attempted), not all of them.
         "pass_at_k": pass_at_k(target_attempts, training_ids),
         "targets_attempted": len({a.problem_id for a in target_attempts}),
         "solver_samples": len(attempts),

@@ -35,6 +35,15 @@ UNTRAINED_SOLVER = "none"
 CONJECTURER_PROMPTS = ("target_conditioned", "unconditioned")
 REWARD_NORMALISATIONS = ("reference", "paper")
 LOSS_NORMALISATIONS = ("token_mean", "sequence_mean")
+#: method.unelaborated_conjectures, each with what it means for the generation
+#: count, in the words the run summary and the report use.
+UNELABORATED_CONJECTURES = {
+    "skip": "conjectures that fail to elaborate get no Solver attempts",
+    "attempt": "every conjecture gets k Solver attempts, counted as generations, whether it elaborates or not "
+               "(the paper's loop)",
+}
+CONJECTURE_DEDUPS = ("canonical", "exact")
+EI_SOLVED_COUNTS = ("distinct", "all")
 OPTIMIZER_STATES = ("reset", "persist")
 LEARNER_STRATEGIES = ("auto", "ddp", "deepspeed")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -143,11 +152,33 @@ class MethodConfig:
     #: global batch (the reference); ``sequence_mean`` averages per-sequence
     #: token means (the paper's 1/|y|).
     loss_normalisation: str = "token_mean"
+    #: A conjecture whose statement does not elaborate: ``skip`` checks each
+    #: new statement with a placeholder proof first and gives those that fail
+    #: no Solver attempts (SPEC §3.2: no proof budget on them); ``attempt``
+    #: checks nothing before proving, so every conjecture gets k Solver
+    #: attempts, all counted as generations (the paper's Algorithm 1 and its
+    #: code).  The run summary and the report say which a run used.
+    unelaborated_conjectures: str = "skip"
+    #: When a conjecture is a duplicate, of a target or of an earlier
+    #: conjecture of its iteration (rejected either way): ``canonical`` up to
+    #: whitespace, comments, the theorem's name and the names of bound
+    #: variables (``sgs.method.roles.canonical_form``); ``exact`` only when its
+    #: statement's text, name included, is the same (SPEC §1.2 and the paper's
+    #: code).  Held-out targets and benchmark problems are matched up to
+    #: renaming whichever is chosen: a renamed copy never leaks into training.
+    conjecture_dedup: str = "canonical"
     #: k, the Solver samples per problem (targets and conjectures alike).
     num_solver_samples: int = 8
     #: Verified proofs stored per target; expert iteration samples only
     #: targets that have fewer.
     max_proofs_per_target: int = 16
+    #: What counts towards a target's stored proofs (the solved registry keeps
+    #: the first 16 found; expert iteration samples targets with fewer than
+    #: ``max_proofs_per_target`` and trains on them): ``distinct`` proof texts,
+    #: a proof found again being neither stored nor counted again, or ``all``
+    #: verified proofs, repeats included (the paper: "solved fewer than 16
+    #: times", and its code).
+    ei_solved_count: str = "distinct"
     #: Expert iteration trains on stored proofs found in this many most
     #: recent iterations.
     ei_replay_iterations: int = 3

@@ -25,9 +25,11 @@ from sgs.config.benchmark_names import benchmark_problems
 from sgs.config.serve import serve_problems
 from sgs.config.schema import (
     BACKEND_LANGUAGE,
+    CONJECTURE_DEDUPS,
     CONJECTURER_PROMPTS,
     CONTAMINATION_MODES,
     DTYPES,
+    EI_SOLVED_COUNTS,
     ENGINE_BACKENDS,
     ENGINE_HEARTBEAT_INTERVAL_S,
     HUB_SCHEME,
@@ -42,6 +44,7 @@ from sgs.config.schema import (
     REWARD_NORMALISATIONS,
     ROLES,
     SOLVER_OBJECTIVES,
+    UNELABORATED_CONJECTURES,
     UNTRAINED_SOLVER,
     WANDB_MODES,
     WARMSTART_MODES,
@@ -117,6 +120,10 @@ def _check_method(problems: list[str], method: MethodConfig) -> None:
     _choice(problems, "method.conjecturer_prompt", method.conjecturer_prompt, CONJECTURER_PROMPTS)
     _choice(problems, "method.reward_normalisation", method.reward_normalisation, REWARD_NORMALISATIONS)
     _choice(problems, "method.loss_normalisation", method.loss_normalisation, LOSS_NORMALISATIONS)
+    _choice(problems, "method.unelaborated_conjectures", method.unelaborated_conjectures,
+            tuple(UNELABORATED_CONJECTURES))
+    _choice(problems, "method.conjecture_dedup", method.conjecture_dedup, CONJECTURE_DEDUPS)
+    _choice(problems, "method.ei_solved_count", method.ei_solved_count, EI_SOLVED_COUNTS)
     _at_least(problems, "method.conjectures_per_target", method.conjectures_per_target, 0)
     _at_least(problems, "method.num_solver_samples", method.num_solver_samples, 1)
     _at_least(problems, "method.max_proofs_per_target", method.max_proofs_per_target, 1)

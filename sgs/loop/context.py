@@ -20,7 +20,7 @@ from sgs.machinery.models import default_cache_dir
 from sgs.machinery.monitor import LiveMonitor
 from sgs.machinery.runtime import Runtime
 from sgs.machinery.streaming import Request, stream, submit
-from sgs.method.roles import canonical_form
+from sgs.method.roles import STATEMENT_FORMS, canonical_form
 from sgs.state.benchmarks import Benchmark
 from sgs.state.records import Completion, prompt_digest
 from sgs.state.sample_cache import SampleCache, sample_key, start_samples_path
@@ -91,7 +91,11 @@ class RunContext:
         self.tokens = self.verifications = 0
         self.learner_restarts = 0
         """Training runs started again after Ray lost their workers, in this process."""
-        self.target_forms = {canonical_form(t.statement, self.language) for t in store.targets}
+        form = STATEMENT_FORMS[cfg.method.conjecture_dedup]
+        self.target_forms = {form(t.statement, self.language) for t in store.targets}
+        # Up to renaming whatever method.conjecture_dedup says: no renamed copy of one reaches training.
+        self.held_out_forms = frozenset(canonical_form(t.statement, self.language)
+                                        for t in store.targets if t.held_out)
         self.benchmark_forms = frozenset(canonical_form(p.statement, self.language)
                                          for p in (benchmark.problems if benchmark is not None else ()))
         self.excluded_forms = self.benchmark_forms if cfg.evaluation.contamination == "exclude" else frozenset()

@@ -66,8 +66,9 @@ def record(ctx: RunContext, iteration: int, phases: dict[str, M.PhaseStats], fau
     tables = M.sample_tables(iteration, conjectures, scores, attempts, {t.id: t.statement for t in store.targets})
     ctx.monitor.iteration_finished(metrics)
     on_metrics(metrics, tables, M.sample_histograms(attempts, list(scores.values())))
-    log.info("iteration %d: cumulative solve rate %.3f, pass@k %.3f, %d generations", iteration,
-             metrics["cumulative_solve_rate"], metrics["pass_at_k"], metrics["generations"])
+    log.info("iteration %d: cumulative solve rate %.3f, pass@k %s on the %d training targets sampled, %d generations",
+             iteration, metrics["cumulative_solve_rate"], M.format_rate(metrics["pass_at_k"]),
+             metrics["targets_attempted"], metrics["generations"])
 
 
 def training_numbers(ctx: RunContext, iteration: int) -> dict[str, dict]:

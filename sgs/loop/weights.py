@@ -9,6 +9,9 @@ role's running engines when they wake (or at once), or the learner sends the
 weights into them directly (``resources.weight_transfer``), and the probe's
 log-probs are compared between learner and engines (``probe_logprob_gap_*``
 in the training metrics; a warning above ``training.probe_logprob_tolerance``).
+
+Which policy version a checkpoint holds (:func:`checkpoint_version`) is
+written into it, and can be told from the run directory that holds it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from sgs.loop.phases import TRAINING_PHASE
 from sgs.machinery.engines.weight_transfer import WeightTarget
 from sgs.machinery.learner import TrainResult
 from sgs.machinery.runtime import Checkpoint, Runtime
+from sgs.state.run_reader import ITER_RE, RunReader, is_created_run
 from sgs.state.store import Store
 
 log = logging.getLogger(__name__)
@@ -34,6 +38,9 @@ log = logging.getLogger(__name__)
 TRAIN_METRICS_FILE = "sgs_train_metrics.json"
 #: The roles the training phase trains, in this order, in one learner run.
 TRAINED_ROLES = ("solver", "conjecturer")
+#: Written into each trained checkpoint: the policy version it holds, so that
+#: readers outside the run (``python -m sgs.evaluate``) need not guess it.
+POLICY_VERSION_FILE = "sgs_policy_version.json"
 
 
 def current_weights(store: Store, role: str, base: str) -> Checkpoint:
@@ -42,6 +49,30 @@ def current_weights(store: Store, role: str, base: str) -> Checkpoint:
     if not done:
         return Checkpoint(base, 0)
     return Checkpoint(str(store.checkpoint_dir(role, done[-1])), done[-1] + 1)
+
+
+def write_checkpoint_version(directory: str | Path, version: int) -> None:
+    """Write into a checkpoint directory the policy version it holds (:data:`POLICY_VERSION_FILE`)."""
+    (Path(directory) / POLICY_VERSION_FILE).write_text(json.dumps({"policy_version": version}))
+
+
+def checkpoint_version(checkpoint: str | Path) -> int | None:
+    """The policy version a checkpoint directory holds: the one written into
+    it (:data:`POLICY_VERSION_FILE`); else, for ``<run>/checkpoints/<role>/iter_NNNN``
+    of a run whose training phase of iteration NNNN is done, NNNN + 1 (as
+    :func:`current_weights` counts); else None, not known: weights from
+    outside a run (a hub id, a copy without the file) or from a training
+    phase that never finished."""
+    directory = Path(checkpoint).expanduser().resolve()
+    written = directory / POLICY_VERSION_FILE
+    if written.is_file():
+        return int(json.loads(written.read_text())["policy_version"])
+    match, run_dir = ITER_RE.fullmatch(directory.name), directory.parent.parent.parent
+    if match is None or directory.parent.parent.name != "checkpoints" or not is_created_run(run_dir):
+        return None
+    iteration = int(match.group(1))
+    done = RunReader(run_dir, strict=False).marker_path(iteration, TRAINING_PHASE).is_file()
+    return iteration + 1 if done else None
 
 
 class EngineWeights:
@@ -76,6 +107,7 @@ class EngineWeights:
     def trained(self, role: str, result: TrainResult, version: int, sent_to: WeightTarget | None) -> None:
         """``role`` now has the weights of ``result``; its engines get them now, or when they wake."""
         self.current[role] = Checkpoint(result.checkpoint_dir, version)
+        write_checkpoint_version(result.checkpoint_dir, version)
         if sent_to is not None and not result.weights_sent:
             log.warning("the learner could not send the %s weights to the engines directly (%s); restarting the "
                         "engines on the checkpoint", role, result.weight_transfer_error)

@@ -239,9 +239,11 @@ class RunReader:
         """The finished record log of a phase."""
         return self.run_dir / iter_name(iteration) / f"{phase}.jsonl"
 
-    def solved_registry(self, targets: Sequence[Target], markers: Sequence[PhaseMarker]) -> SolvedRegistry:
-        """The solved registry as of ``markers``: the proofs each one admitted, in commit order."""
-        registry = SolvedRegistry(targets)
+    def solved_registry(self, targets: Sequence[Target], markers: Sequence[PhaseMarker],
+                        counting: str = "distinct") -> SolvedRegistry:
+        """The solved registry as of ``markers``: the proofs each one admitted,
+        in commit order; ``counting`` is how it admits new ones."""
+        registry = SolvedRegistry(targets, counting=counting)
         for marker in markers:
             try:
                 registry.add(marker.new_proofs)

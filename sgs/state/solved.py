@@ -1,5 +1,6 @@
 """The solved registry: which targets have a verified proof, since when, and
-up to ``MAX_PROOFS`` distinct verified proofs per target for expert iteration.
+up to ``MAX_PROOFS`` verified proofs per target for expert iteration: the
+first found, distinct ones or repeats included (:data:`PROOF_KEYS`).
 
 A target is solved from the first iteration in which any attempt on it
 verifies, and stays solved.  The registry only ever grows; the store rebuilds
@@ -8,7 +9,7 @@ it at start-up from the proofs each finished phase admitted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,43 +50,68 @@ class StoredProof:
         )
 
 
-def _same_proof_key(proof: str) -> str:
+def _proof_text(proof: StoredProof) -> str:
     # Two proofs that differ only in leading/trailing whitespace are one proof.
-    return proof.strip()
+    return proof.proof.strip()
+
+
+def _verified_attempt(proof: StoredProof) -> tuple[int, str]:
+    # Every verified attempt is a proof of its own (an attempt id is unique within its iteration).
+    return proof.iteration, proof.attempt_id
+
+
+#: ``method.ei_solved_count``: what tells two proofs of a target apart.  A
+#: candidate is not stored when a stored proof of its target has its key:
+#: ``distinct`` stores (and counts) a proof text once, ``all`` every verified attempt.
+PROOF_KEYS = {"distinct": _proof_text, "all": _verified_attempt}
 
 
 class SolvedRegistry:
-    """Verified proofs per target, capped at ``max_proofs`` distinct proofs each."""
+    """Verified proofs per target, the first ``max_proofs`` found, told apart
+    as ``counting`` (a key of :data:`PROOF_KEYS`) says."""
 
-    def __init__(self, targets: Sequence[Target], max_proofs: int = MAX_PROOFS):
+    def __init__(self, targets: Sequence[Target], max_proofs: int = MAX_PROOFS, counting: str = "distinct"):
         self.max_proofs = max_proofs
+        self.counting = counting
+        """How :meth:`admissible` tells new proofs apart; stored ones may have
+        been admitted under another rule (a run resumed with it changed)."""
         self._targets = {t.id: t for t in targets}
         self._proofs: dict[str, list[StoredProof]] = {}
 
     def admissible(self, candidates: Iterable[StoredProof]) -> list[StoredProof]:
-        """The candidates that ``add`` would keep, in order: distinct from every
-        stored proof of their target and from each other, while the target has
-        fewer than ``max_proofs``.  Does not change the registry."""
-        taken = {tid: {_same_proof_key(p.proof) for p in ps} for tid, ps in self._proofs.items()}
+        """The candidates that ``add`` would keep, in order: while the target
+        has fewer than ``max_proofs`` stored proofs, each whose key
+        (:data:`PROOF_KEYS`) no stored proof of its target and no earlier
+        candidate has.  Does not change the registry."""
+        return self._admissible(candidates, PROOF_KEYS[self.counting])
+
+    def add(self, proofs: Iterable[StoredProof]) -> None:
+        """Store proofs that ``admissible`` returned, under this registry's
+        counting or another (a resumed run replays the proofs each phase
+        admitted, whatever rule was in force then).  A proof over the cap,
+        of an unknown target or of an attempt already stored is a bug or a
+        damaged run directory, so it raises instead of silently dropping."""
+        proofs = list(proofs)
+        if self._admissible(proofs, _verified_attempt) != proofs:
+            raise ValueError("add() was given proofs the registry does not admit (an attempt stored twice, or over "
+                             "the cap)")
+        for p in proofs:
+            self._proofs.setdefault(p.target_id, []).append(p)
+
+    def _admissible(self, candidates: Iterable[StoredProof], key: Callable[[StoredProof], Hashable]
+                    ) -> list[StoredProof]:
+        stored = {tid: len(ps) for tid, ps in self._proofs.items()}
+        taken = {tid: {key(p) for p in ps} for tid, ps in self._proofs.items()}
         admitted = []
         for c in candidates:
             if c.target_id not in self._targets:
                 raise KeyError(f"unknown target id {c.target_id!r}")
             seen = taken.setdefault(c.target_id, set())
-            key = _same_proof_key(c.proof)
-            if len(seen) < self.max_proofs and key not in seen:
-                seen.add(key)
+            if stored.get(c.target_id, 0) < self.max_proofs and key(c) not in seen:
+                seen.add(key(c))
+                stored[c.target_id] = stored.get(c.target_id, 0) + 1
                 admitted.append(c)
         return admitted
-
-    def add(self, proofs: Iterable[StoredProof]) -> None:
-        """Store proofs that ``admissible`` returned; anything else is a bug or
-        a damaged run directory, so it raises instead of silently dropping."""
-        proofs = list(proofs)
-        if self.admissible(proofs) != proofs:
-            raise ValueError("add() was given proofs the registry does not admit (duplicates or over the cap)")
-        for p in proofs:
-            self._proofs.setdefault(p.target_id, []).append(p)
 
     def is_solved(self, target_id: str, through_iteration: int | None = None) -> bool:
         solved_at = self.solved_at(target_id)

@@ -17,7 +17,7 @@ The figures:
 
  1. ``solve_rate.png``        cumulative solve rate against generations, with the scaling-law fit
                               (:mod:`sgs.analysis.scaling`) and its asymptote, or why there is no fit;
- 2. ``pass_at_k.png``         pass@k on the training targets per iteration, held-out and benchmark pass@k;
+ 2. ``pass_at_k.png``         pass@k on the training targets each iteration sampled, held-out and benchmark pass@k;
  3. ``conjecturer_reward.png`` the Conjecturer's reward and its two factors;
  4. ``guide.png``             Guide sub-score distributions and parse-failure rate;
  5. ``entropy.png``           Solver and Conjecturer token entropy;

@@ -163,7 +163,11 @@ def plot_pass_at_k(runs: Sequence[RunData], labels: Sequence[str], out_dir: Path
             notes.append(f"{label}: no held-out evaluation ({HELD_OUT_FILE} absent or empty)")
         series: dict[tuple[str, int], list[BenchmarkEval]] = {}
         for result in run.benchmarks:
-            series.setdefault((result.benchmark, result.k), []).append(result)
+            if result.policy_version is None:
+                notes.append(f"{label}: {result.benchmark} pass@{result.k} = {result.pass_at_k:.3f} of weights whose "
+                             "policy version the evaluation could not tell: it has no place on the iteration axis")
+            else:
+                series.setdefault((result.benchmark, result.k), []).append(result)
         for number, ((benchmark, k), results) in enumerate(series.items()):
             below = [r.pass_at_k - r.ci_low for r in results]
             above = [r.ci_high - r.pass_at_k for r in results]
@@ -177,7 +181,8 @@ def plot_pass_at_k(runs: Sequence[RunData], labels: Sequence[str], out_dir: Path
         ax.legend(fontsize=8)
     else:
         _empty(ax, "no pass@k measured in any run")
-    caption = ("Solid: share of the training targets with a verified proof among the k samples of each iteration. "
+    caption = ("Solid: share of the training targets sampled in each iteration (its batch; under expert iteration "
+               "only the targets it sampled) with a verified proof among their k samples. "
                "Dashed squares: pass@k on the held-out targets of the Solver at policy version v, drawn at "
                "iteration v, the iteration those weights sample (v = 0: before self-play; the last point: the "
                "final weights).  Dotted, with confidence intervals: benchmark evaluations found in the run "

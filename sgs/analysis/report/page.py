@@ -39,7 +39,7 @@ EXIT_NOT_A_RUN = 2
 def _summary_rows(runs: Sequence[RunData], labels: Sequence[str], curves: Sequence[SolveRateCurve]
                   ) -> list[list[str]]:
     """The page's table of runs: a header row, then one row per run."""
-    header = ["run", "directory", "iterations", "generations", "cumulative solve rate",
+    header = ["run", "directory", "iterations", "generations", "generations count", "cumulative solve rate",
               "held-out pass@k by policy version", "scaling fit"]
     rows = [header]
     for run, label, curve in zip(runs, labels, curves):
@@ -53,8 +53,8 @@ def _summary_rows(runs: Sequence[RunData], labels: Sequence[str], curves: Sequen
             fit = f"no fit: {curve.no_fit_reason}"
         rate = ("—" if not curve.rates else
                 f"{curve.rates[0]:.3f} → {curve.rates[-1]:.3f}" if len(curve.rates) > 1 else f"{curve.rates[0]:.3f}")
-        rows.append([label, str(run.run_dir), str(len(run.metrics)), f"{last.get('generations', 0):,}", rate,
-                     held_out, fit])
+        rows.append([label, str(run.run_dir), str(len(run.metrics)), f"{last.get('generations', 0):,}",
+                     f"every Conjecturer and Solver sample: {run.generation_count}", rate, held_out, fit])
     return rows
 
 

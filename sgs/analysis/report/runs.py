@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sgs.analysis.scaling import find_runs
+from sgs.config import UNELABORATED_CONJECTURES
 from sgs.state.records import Conjecture, ConjectureScore
 from sgs.state.run_reader import CONFIG_FILE, METRICS_FILE, PhaseMarker, RunReader, is_created_run
 
@@ -33,6 +34,8 @@ HELD_OUT_FILE = "held_out_eval.json"
 #: The summary of one benchmark evaluation (``BenchmarkResult.to_json``),
 #: found anywhere inside a run directory.
 BENCHMARK_SUMMARY_FILE = "summary.json"
+#: ``method.unelaborated_conjectures`` of a run whose config predates the setting: they all skipped.
+UNELABORATED_BEFORE_THE_SETTING = "skip"
 
 
 class ReportError(Exception):
@@ -60,8 +63,10 @@ class BenchmarkEval:
 
     benchmark: str
     """The benchmark's name."""
-    policy_version: int
-    """The weights measured (0: weights from outside a run, or before self-play)."""
+    policy_version: int | None
+    """The weights measured: 0 before self-play, v after iteration v-1's
+    Solver update; None when the evaluation could not tell (weights from
+    outside a run)."""
     k: int
     """The k of pass@k."""
     pass_at_k: float
@@ -106,6 +111,18 @@ class RunData:
     @property
     def trains_conjecturer(self) -> bool:
         return bool(self.config.get("method", {}).get("train_conjecturer", True))
+
+    @property
+    def unelaborated_conjectures(self) -> str:
+        """``method.unelaborated_conjectures``: what its generation count includes."""
+        return str(self.config.get("method", {}).get("unelaborated_conjectures", UNELABORATED_BEFORE_THE_SETTING))
+
+    @property
+    def generation_count(self) -> str:
+        """What its generation count includes, in words, naming the setting."""
+        setting = self.unelaborated_conjectures
+        return (f"{UNELABORATED_CONJECTURES.get(setting, 'an unknown setting')} "
+                f"(method.unelaborated_conjectures={setting})")
 
     @property
     def k(self) -> int | None:
@@ -181,7 +198,8 @@ def benchmark_evals(summary: Any) -> list[BenchmarkEval]:
     """The pass@k estimates of one benchmark summary object; empty when it is
     not one (another tool's ``summary.json``)."""
     try:
-        return [BenchmarkEval(benchmark=str(summary["benchmark"]), policy_version=int(summary["policy_version"]),
+        version = None if summary["policy_version"] is None else int(summary["policy_version"])
+        return [BenchmarkEval(benchmark=str(summary["benchmark"]), policy_version=version,
                               k=int(k), pass_at_k=float(estimate["pass_at_k"]), ci_low=float(estimate["ci_low"]),
                               ci_high=float(estimate["ci_high"]))
                 for k, estimate in summary["pass_at_k"].items()]
@@ -196,7 +214,7 @@ def _read_benchmarks(run_dir: Path) -> list[BenchmarkEval]:
             evals.extend(benchmark_evals(json.loads(path.read_text(encoding="utf-8"))))
         except (OSError, ValueError):
             continue  # not ours to judge: any tool may leave a summary.json
-    return sorted(evals, key=lambda e: (e.benchmark, e.k, e.policy_version))
+    return sorted(evals, key=lambda e: (e.benchmark, e.k, -1 if e.policy_version is None else e.policy_version))
 
 
 def read_run(run_dir: str | Path) -> RunData:

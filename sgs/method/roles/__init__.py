@@ -6,7 +6,8 @@
   :func:`extract_guide_scores` parse untrusted model outputs into an
   :class:`Extraction` (a value or a :class:`Failure`), never raising;
 * :class:`FailureCounter` counts outcomes per :class:`Role`;
-* :func:`canonical_form` identifies statements up to renaming, and
+* :func:`canonical_form` identifies statements up to renaming (and
+  :func:`exact_form` by their text: :data:`STATEMENT_FORMS` names both), and
   :func:`has_disjunctive_conclusion` / :func:`conclusion_length` measure the
   paper's collapse signals.
 """
@@ -20,9 +21,11 @@ from sgs.method.roles.conjecturer import (
 from sgs.method.roles.guide import SCORE_TAGS, extract_guide_scores
 from sgs.method.roles.language import Language
 from sgs.method.roles.normalize import (
+    STATEMENT_FORMS,
     canonical_form,
     conclusion,
     conclusion_length,
+    exact_form,
     has_disjunctive_conclusion,
 )
 from sgs.method.roles.render import PROMPT_NAMES, TEMPLATE_ROOT, PromptSet, template_dir
@@ -40,6 +43,7 @@ __all__ = [
     "MAX_OUTPUT_CHARS",
     "PROMPT_NAMES",
     "SCORE_TAGS",
+    "STATEMENT_FORMS",
     "TEMPLATE_ROOT",
     "Extraction",
     "Failure",
@@ -51,6 +55,7 @@ __all__ = [
     "conclusion",
     "conclusion_length",
     "conjecture_name",
+    "exact_form",
     "extract_conjecture",
     "extract_guide_scores",
     "extract_proof",

@@ -1,4 +1,5 @@
-"""Statement identity up to renaming, and the conclusion-based collapse signals.
+"""Statement identity up to renaming (or by text: :func:`exact_form`), and the
+conclusion-based collapse signals.
 
 ``canonical_form`` maps a statement to a string that is the same for two
 statements that differ only in
@@ -355,6 +356,18 @@ def canonical_form(statement: str, language: Language | str) -> str:
     if parsed.nesting > _MAX_NESTING:
         return " ".join(parsed.texts[parsed.after_name:])
     return " ".join(_Renamer(parsed).run())
+
+
+def exact_form(statement: str, language: Language | str) -> str:
+    """The statement's text, leading and trailing whitespace aside: equal only
+    for statements written alike, theorem name included (the paper's code
+    compares conjectures as strings).  ``language`` is unused: the signature
+    is :func:`canonical_form`'s, so that either can be :data:`STATEMENT_FORMS`'."""
+    return statement.strip()
+
+
+#: ``method.conjecture_dedup``: the form in which two statements are compared.
+STATEMENT_FORMS = {"canonical": canonical_form, "exact": exact_form}
 
 
 def _conclusion_span(parsed: _Statement) -> tuple[int, int]:
