@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from lean_env.rocq.census import CensusError, coqchk_options, parse_summary, parse_trace
+from lean_env.rocq.coqchk import CensusError, coqchk_options, parse_summary, parse_trace
 from lean_env.rocq.checks import Sentence, Statement
 from lean_env.rocq.config import RocqConfig
 from lean_env.rocq.output import parse_assumptions
