@@ -316,10 +316,11 @@ def warmup_report(cfg: SGSConfig, checkpoint: str, tokenizer: Any, targets: Sequ
 
 def _sampled_as(cfg: SGSConfig) -> dict:
     """The sampling settings a warm-up report records: a cached report that
-    differs in any of them is measured again."""
+    differs in any of them is measured again (``max_seq_len`` caps the
+    Conjecturer's samples, :func:`sgs.machinery.runtime.conjecturer_settings`)."""
     sampling = cfg.sampling
     return {"max_tokens": {role: getattr(sampling, role).max_tokens for role in ("solver", "conjecturer", "guide")},
-            "conjecturer_grammar": sampling.conjecturer_grammar}
+            "conjecturer_grammar": sampling.conjecturer_grammar, "max_seq_len": cfg.training.max_seq_len}
 
 
 def _report_fits(cfg: SGSConfig, report: dict | None) -> bool:
