@@ -18,6 +18,17 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from sgs.config.evaluation import EvaluationConfig
+from sgs.config.method import (  # noqa: F401  (the method's choices, imported from here by the rest)
+    CONJECTURE_DEDUPS,
+    CONJECTURER_PROMPTS,
+    EI_SOLVED_COUNTS,
+    LOSS_NORMALISATIONS,
+    REWARD_NORMALISATIONS,
+    SOLVER_OBJECTIVES,
+    UNELABORATED_CONJECTURES,
+    UNTRAINED_SOLVER,
+    MethodConfig,
+)
 from sgs.config.serve import ServeConfig
 
 #: Directory holding ``config.yaml`` and the config groups (repository root ``conf/``).
@@ -27,23 +38,7 @@ CONFIG_NAME = "config"
 #: Name under which :class:`SGSConfig` is stored in Hydra's ConfigStore.
 SCHEMA_NAME = "sgs_schema"
 
-# Allowed values of the string-valued choice fields.
-SOLVER_OBJECTIVES = ("reinforce_half", "reinforce", "cispo", "ei", "none")
-#: The Solver objective that never updates the Solver: the paper's parallel
-#: sampling baseline (the starting weights sampled k times per target every iteration).
-UNTRAINED_SOLVER = "none"
-CONJECTURER_PROMPTS = ("target_conditioned", "unconditioned")
-REWARD_NORMALISATIONS = ("reference", "paper")
-LOSS_NORMALISATIONS = ("token_mean", "sequence_mean")
-#: method.unelaborated_conjectures, each with what it means for the generation
-#: count, in the words the run summary and the report use.
-UNELABORATED_CONJECTURES = {
-    "skip": "conjectures that fail to elaborate get no Solver attempts",
-    "attempt": "every conjecture gets k Solver attempts, counted as generations, whether it elaborates or not "
-               "(the paper's loop)",
-}
-CONJECTURE_DEDUPS = ("canonical", "exact")
-EI_SOLVED_COUNTS = ("distinct", "all")
+# Allowed values of the string-valued choice fields (the method's: sgs.config.method).
 OPTIMIZER_STATES = ("reset", "persist")
 LEARNER_STRATEGIES = ("auto", "ddp", "deepspeed")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -116,88 +111,6 @@ class TargetsConfig:
     held_out_fraction: float = 0.0
     #: Target ids always held out for evaluation, on top of the fraction.
     held_out_ids: list[str] = field(default_factory=list)
-
-
-@dataclass
-class MethodConfig:
-    """The algorithm: which roles play and how they learn (SPEC §1.2-§1.3).
-
-    The defaults are the ``standard`` SGS method; each experiment file in
-    ``conf/experiment/`` changes only the fields it needs.
-    """
-
-    #: Solver objective: ``reinforce_half`` (problems with 0 < s <= 0.5),
-    #: ``reinforce`` (all correct proofs), ``cispo`` (clipped importance
-    #: sampling over whole groups), ``ei`` (expert iteration on stored proofs)
-    #: or ``none``: the Solver is never trained and samples its starting weights
-    #: again every iteration (parallel sampling; needs ``conjectures_per_target``
-    #: 0, and no learner run starts).
-    solver_objective: str = "reinforce_half"
-    #: Conjectures sampled per still-unsolved target each iteration (1 in the
-    #: paper); 0 runs the Solver alone with no Conjecturer and no Guide.
-    conjectures_per_target: int = 1
-    #: Conjecturer prompt: ``target_conditioned`` shows the unsolved target;
-    #: ``unconditioned`` asks for a moderately hard theorem from a random area.
-    conjecturer_prompt: str = "target_conditioned"
-    #: Update the Conjecturer's weights each iteration; false keeps it frozen.
-    train_conjecturer: bool = True
-    #: Score kept conjectures with the Guide: R = R_guide * (1 - s).  False
-    #: uses R = 1 - s.
-    use_guide: bool = True
-    #: Min-max normalisation of Conjecturer rewards: ``reference`` over the
-    #: kept set only (the released code), ``paper`` with the non-kept
-    #: conjectures in the batch at reward 0 (the paper's text).
-    reward_normalisation: str = "reference"
-    #: Loss normaliser: ``token_mean`` divides by all label tokens of the
-    #: global batch (the reference); ``sequence_mean`` averages per-sequence
-    #: token means (the paper's 1/|y|).
-    loss_normalisation: str = "token_mean"
-    #: A conjecture whose statement does not elaborate: ``skip`` checks each
-    #: new statement with a placeholder proof first and gives those that fail
-    #: no Solver attempts (SPEC §3.2: no proof budget on them); ``attempt``
-    #: checks nothing before proving, so every conjecture gets k Solver
-    #: attempts, all counted as generations (the paper's Algorithm 1 and its
-    #: code).  The run summary and the report say which a run used.
-    unelaborated_conjectures: str = "skip"
-    #: When a conjecture is a duplicate, of a target or of an earlier
-    #: conjecture of its iteration (rejected either way): ``canonical`` up to
-    #: whitespace, comments, the theorem's name and the names of bound
-    #: variables (``sgs.method.roles.canonical_form``); ``exact`` only when its
-    #: statement's text, name included, is the same (SPEC §1.2 and the paper's
-    #: code).  Held-out targets and benchmark problems are matched up to
-    #: renaming whichever is chosen: a renamed copy never leaks into training.
-    conjecture_dedup: str = "canonical"
-    #: k, the Solver samples per problem (targets and conjectures alike).
-    num_solver_samples: int = 8
-    #: Verified proofs stored per target; expert iteration samples only
-    #: targets that have fewer.
-    max_proofs_per_target: int = 16
-    #: What counts towards a target's stored proofs (the solved registry keeps
-    #: the first 16 found; expert iteration samples targets with fewer than
-    #: ``max_proofs_per_target`` and trains on them): ``distinct`` proof texts,
-    #: a proof found again being neither stored nor counted again, or ``all``
-    #: verified proofs, repeats included (the paper: "solved fewer than 16
-    #: times", and its code).
-    ei_solved_count: str = "distinct"
-    #: Expert iteration trains on stored proofs found in this many most
-    #: recent iterations.
-    ei_replay_iterations: int = 3
-    #: Conjectures with 0 < s <= the solve rate at this quantile of the
-    #: conjectures with 0 < s < 1 are kept for Conjecturer training (p70).
-    conjecture_keep_quantile: float = 0.7
-    #: A generation longer than this fraction of its role's ``max_tokens``
-    #: gets the soft overlong penalty, down to -1 at ``max_tokens``.
-    overlong_fraction: float = 0.8
-    #: Give reward 0 to a Solver proof that uses the ``try`` tactic.
-    penalize_try: bool = True
-    #: Lower bound of CISPO's clipped token ratio pi/pi_old: 1 - eps_low, with
-    #: eps_low = 1 as in the paper.
-    cispo_ratio_min: float = 0.0
-    #: Upper bound of CISPO's clipped token ratio: 1 + eps_high, with
-    #: eps_high = 3 as in the paper.
-    cispo_ratio_max: float = 4.0
-    #: Targets per iteration; null is the full batch (every target).
-    batch_size: int | None = None
 
 
 @dataclass

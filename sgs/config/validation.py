@@ -22,6 +22,15 @@ from omegaconf.errors import OmegaConfBaseException
 
 from lean_env.rocq.known_bugs import FEATURE_NAMES as BUG_PRONE_FEATURES
 from sgs.config.benchmark_names import benchmark_problems
+from sgs.config.derived import (  # noqa: F401  (declared_gpus, trained_roles, ... are read from here too)
+    active_engines,
+    declared_gpus,
+    engine_backend,
+    engines_sleep_during_training,
+    trained_roles,
+    warmstart_enabled,
+    weight_transfer_backend,
+)
 from sgs.config.serve import serve_problems
 from sgs.config.schema import (
     BACKEND_LANGUAGE,
@@ -382,7 +391,7 @@ def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
     if gpus is not None:
         declared = (f"resources.simulated_gpus={resources.simulated_gpus}" if resources.simulated_gpus
                     else f"resources.num_gpus={resources.num_gpus}")
-        engine_gpus = resources.gpus_per_engine * _active_engines(resources, cfg.method)
+        engine_gpus = resources.gpus_per_engine * active_engines(resources, cfg.method)
         if engine_gpus > gpus:
             problems.append(
                 f"the generation engines need {engine_gpus:g} GPUs (resources.gpus_per_engine times the "
@@ -397,7 +406,7 @@ def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
         if resources.colocate_engines_with_learner and gpus < 1:
             problems.append(f"resources.colocate_engines_with_learner=true pins engines to the node's GPUs but "
                             f"{declared}")
-        engines = _active_engines(resources, cfg.method)
+        engines = active_engines(resources, cfg.method)
         sharing = math.ceil(engines / gpus) if gpus >= 1 else 0
         share = resources.engine_gpu_memory_fraction or 0.9  # vLLM's own default
         # Checked on the configured backend, so that a rehearsal (simulated GPUs) refuses it too.
@@ -420,60 +429,6 @@ def _check_simulated(problems: list[str], resources: ResourcesConfig, cfg: SGSCo
         problems.append(f"resources.simulated_gpus={resources.simulated_gpus} but no actor uses a GPU "
                         f"(resources.gpus_per_engine=0, resources.gpus_per_learner_worker=0, no colocated "
                         f"engines); use resources=gpu_node or resources=cluster")
-
-
-def declared_gpus(resources: ResourcesConfig) -> int | None:
-    """The GPUs the config says the cluster has: ``simulated_gpus`` when set
-    (a local cluster declares that many), else ``num_gpus`` (None: as many
-    as Ray detects, or a cluster's nodes declare)."""
-    return resources.simulated_gpus or resources.num_gpus
-
-
-def engine_backend(resources: ResourcesConfig) -> str:
-    """The engine implementation the run uses: ``engine_backend``, except
-    with simulated GPUs, whose engines compute on the CPU with transformers
-    (vLLM's CUDA build cannot run there; its CPU build costs ~1.7 GB and
-    ~30 s per engine on a small machine and has no sleep mode to rehearse)."""
-    return "transformers" if resources.simulated_gpus > 0 else resources.engine_backend
-
-
-def _active_engines(resources: ResourcesConfig, method: MethodConfig) -> int:
-    """Engine actors of the roles this method uses."""
-    engines = resources.solver_engines
-    if method.conjectures_per_target > 0:
-        engines += resources.conjecturer_engines
-    if method.use_guide:
-        engines += resources.guide_engines
-    return engines
-
-
-def weight_transfer_backend(resources: ResourcesConfig) -> str | None:
-    """The transport trained weights take into the engines ("gloo" between
-    CPU processes, "nccl" between GPUs), or None: the engines load checkpoints."""
-    if resources.weight_transfer != "direct":
-        return None
-    on_gpu = resources.gpus_per_engine > 0 or resources.colocate_engines_with_learner
-    return "nccl" if on_gpu else "gloo"
-
-
-def engines_sleep_during_training(resources: ResourcesConfig) -> bool:
-    """``resources.sleep_engines_during_training``, its default resolved:
-    engines sleep when the learner needs their GPUs' memory, i.e. when they
-    share the learner's GPUs.  (Engines on GPUs of their own, as on a
-    cluster, would only pay the wake-up for memory nobody else wants.)"""
-    if resources.sleep_engines_during_training is not None:
-        return resources.sleep_engines_during_training
-    return resources.colocate_engines_with_learner
-
-
-def trained_roles(method: MethodConfig) -> list[str]:
-    """The roles whose weights the training phase may update: the Solver unless
-    its objective is ``none`` (parallel sampling), the Conjecturer when
-    ``train_conjecturer``.  With none, no learner run ever starts."""
-    roles = [] if method.solver_objective == UNTRAINED_SOLVER else ["solver"]
-    if method.train_conjecturer:
-        roles.append("conjecturer")
-    return roles
 
 
 def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
@@ -531,16 +486,6 @@ def _check_evaluation(problems: list[str], evaluation: EvaluationConfig, prover:
     if not 0.0 < evaluation.confidence < 1.0:
         problems.append(f"evaluation.confidence={evaluation.confidence!r} must lie strictly between 0 and 1")
     _at_least(problems, "evaluation.every", evaluation.every, 0)
-
-
-def warmstart_enabled(cfg: SGSConfig) -> bool:
-    """Whether the run fine-tunes its base model on the warm-start corpus
-    first (``warmstart.mode``: ``always``, or ``auto`` for the tiny model
-    when there is a corpus)."""
-    ws = cfg.warmstart
-    if ws.mode == "always":
-        return True
-    return ws.mode == "auto" and cfg.model.path is None and ws.corpus is not None
 
 
 def _check_warmstart(problems: list[str], ws: WarmstartConfig, cfg: SGSConfig) -> None:
