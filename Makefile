@@ -54,14 +54,16 @@ GPU_PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 gpu-check:
 	RAY_AUTH_MODE=disabled $(GPU_PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
-# the laptop ablation (not in CI; 106 minutes here on 2026-11-26): three methods x three
-# seeds on the default laptop setting, then the comparison (runs/ablation/comparison/);
-# ABLATION_SEEDS=0 for a one-seed slice (28 minutes; python -m tools.compare joins slices)
+# the laptop ablation (not in CI): standard, the RL baseline, no_guide and parallel sampling
+# x three seeds on the default laptop setting, then the comparison (runs/ablation/comparison/);
+# 106 minutes here on 2026-11-26 for the first three, plus about 16 per seed for parallel
+# sampling (2026-11-27).  ABLATION_SEEDS=0 for a one-seed slice (python -m tools.compare joins
+# slices).  parallel_sampling is last, so the other jobs keep their numbers in an older sweep
 ABLATION_DIR ?= runs/ablation
 ABLATION_SEEDS ?= 0,1,2
 ablation: setup
 	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs -m \
-	    +experiment=standard,reinforce_half_solver_only,no_guide seed=$(ABLATION_SEEDS) \
+	    +experiment=standard,reinforce_half_solver_only,no_guide,parallel_sampling seed=$(ABLATION_SEEDS) \
 	    model=tiny prover=rocq resources=local_cpu scale=laptop logging.progress_bars=false \
 	    run_dir=$(ABLATION_DIR)
 	$(PY) -m tools.compare $(ABLATION_DIR)
