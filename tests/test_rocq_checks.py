@@ -106,7 +106,7 @@ def test_sentences_are_exact_slices_of_the_source():
     ("(* a (* b *)", "syntax:unterminated"),
     ('(* "*) *)', "syntax:unterminated"),      # the string swallows the comment end
     ('idtac "open.', "syntax:unterminated"),
-    ("lia.. ", "syntax:ellipsis"),
+    ("lia.. ", "syntax:unterminated"),           # '..' then a blank is the ellipsis token, as in Coq
     ("auto...x ", "syntax:ellipsis"),
     ("auto.... ", "syntax:ellipsis"),
     ("x.(* c *) y.", "syntax:comment"),        # Coq reads '.(' as a keyword here
@@ -185,6 +185,8 @@ def test_too_many_sentences_are_refused():
     "Proof. Open Scope Z_scope. lia. Qed.",
     "Proof. Local Open Scope Z_scope. Close Scope Z_scope. lia. Qed.",
     "Proof. Eval cbv in 1 + 1. exact I. Qed.",
+    "Proof. now induction u; [|simpl; rewrite IHu..]. Qed.",
+    "Proof. intros. Qc_unfolds; fold (this x). Inversion_clear H. Qed.",
 ])
 def test_well_formed_proofs_are_accepted(proof):
     sentences = validate_proof(proof)
@@ -322,10 +324,11 @@ def test_known_bug_words_inside_names_comments_and_strings_do_not_count():
     validate_proof('Proof. idtac "fix <: Compute". apply fix_lemma. apply Nat.fix_point. Qed.')
 
 
-def test_the_ellipsis_must_stand_between_blanks():
+def test_the_ellipsis_must_stand_before_a_blank_or_a_bracket():
     assert texts("[ auto .. ]. [> auto .. ].") == ["[ auto .. ].", "[> auto .. ]."]
-    assert reason(split_sentences, "[ auto..]. ") == "syntax:ellipsis"
+    assert texts("[|simpl; rewrite IHu..]. ") == ["[|simpl; rewrite IHu..]."]
     assert reason(split_sentences, "[ auto ..x ]. ") == "syntax:ellipsis"
+    assert reason(split_sentences, "[ auto ..) ]. ") == "syntax:ellipsis"
 
 
 def test_a_comment_end_outside_a_comment_is_two_tokens():
