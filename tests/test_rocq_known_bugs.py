@@ -19,6 +19,7 @@ Run: ``pytest tests/test_rocq_known_bugs.py`` (needs ``coqtop``, ``coqc``, ``coq
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import tomllib
 from pathlib import Path
@@ -61,11 +62,20 @@ def test_the_catalogue_is_well_formed():
     assert all(case.get("needs") for case in PROVE_FALSE)
 
 
+@contextlib.contextmanager
+def rocq_backend(coqtop: str, **options):
+    """A backend without the census (every valid proof gets Print Assumptions)."""
+    built = BackendSpec("rocq", {"coqtop": coqtop, "axiom_census": False, "timeout": 60, **options}).create()
+    try:
+        yield built
+    finally:
+        built.close()
+
+
 @pytest.fixture(scope="module")
 def strict_backend(coqtop):
-    built = BackendSpec("rocq", {"coqtop": coqtop, "axiom_census": False, "timeout": 60}).create()
-    yield built
-    built.close()
+    with rocq_backend(coqtop) as built:
+        yield built
 
 
 @pytest.mark.rocq
@@ -104,11 +114,8 @@ def trusting_backend(coqtop):
     VM exploit's header declares (what a project using primitive integers
     would have to allow)."""
     axioms = sorted({axiom for case in CASES for axiom in case.get("axioms", ())})
-    options = {"coqtop": coqtop, "axiom_census": False, "timeout": 60,
-               "allow_bug_prone_features": list(FEATURE_NAMES), "allowed_axioms": axioms}
-    built = BackendSpec("rocq", options).create()
-    yield built
-    built.close()
+    with rocq_backend(coqtop, allow_bug_prone_features=list(FEATURE_NAMES), allowed_axioms=axioms) as built:
+        yield built
 
 
 @pytest.mark.rocq
