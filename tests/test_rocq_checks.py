@@ -327,6 +327,7 @@ def test_known_bug_words_inside_names_comments_and_strings_do_not_count():
 def test_the_ellipsis_must_stand_before_a_blank_or_a_bracket():
     assert texts("[ auto .. ]. [> auto .. ].") == ["[ auto .. ].", "[> auto .. ]."]
     assert texts("[|simpl; rewrite IHu..]. ") == ["[|simpl; rewrite IHu..]."]
+    assert texts("[intros d0..| ]. ") == ["[intros d0..| ]."]
     assert reason(split_sentences, "[ auto ..x ]. ") == "syntax:ellipsis"
     assert reason(split_sentences, "[ auto ..) ]. ") == "syntax:ellipsis"
 

@@ -14,8 +14,8 @@ Splitting rules (Coq's ``CLexer``):
   carriage return) or the end of the text, so ``Nat.add_comm`` and ``x.(f)``
   do not end one; ``...`` followed by a blank ends a tactic sentence too
   (``split...`` runs the ``Proof with`` tactic after ``split``); ``..``
-  before a blank or ``]`` is the goal selectors' ellipsis (``[ tac .. ]``,
-  ``[|rewrite IHu..]``);
+  before a blank, ``]`` or ``|`` is the goal selectors' ellipsis (``[ tac
+  .. ]``, ``[|rewrite IHu..]``, ``[intros d0..| ]``);
 * outside a comment ``*)`` is two tokens, ``*`` and ``)`` (``auto with *)``);
 * at the start of a sentence a run of one bullet character (``-``, ``+``,
   ``*``) is a sentence of its own, and so are ``{`` and ``}``; ``2: {`` and
@@ -192,10 +192,13 @@ def check_characters(text: object, *, max_chars: int, what: str) -> str:
     return text
 
 
-def split_sentences(text: str) -> list[Sentence]:
+def split_sentences(text: str, *, trusted: bool = False) -> list[Sentence]:
     """Split Rocq source into sentences; raise :class:`RocqTextError` on an
     unterminated comment, string or sentence, or on a construct whose
-    splitting depends on Coq's keyword table."""
+    splitting depends on Coq's keyword table.  ``trusted`` (library sources,
+    never model output) reads those constructs as Coq usually does instead of
+    refusing them: any ``..`` is the ellipsis, ``(*`` opens a comment
+    anywhere, ``{|`` opens a record."""
     sentences: list[Sentence] = []
     n = len(text)
     i = 0
@@ -210,10 +213,10 @@ def split_sentences(text: str) -> list[Sentence]:
     while i < n:
         ch = text[i]
         if text.startswith("(*", i):
-            if start is not None and text[i - 1] not in _SAFE_BEFORE_COMMENT:
+            if start is not None and text[i - 1] not in _SAFE_BEFORE_COMMENT and not trusted:
                 raise RocqTextError("syntax:comment", f"a comment right after {text[i - 1]!r} at offset {i} "
                                     "is ambiguous")
-            i = _skip_comment(text, i)
+            i = skip_comment(text, i)
             if start is not None:
                 code.append(" ")
             continue
@@ -231,9 +234,9 @@ def split_sentences(text: str) -> list[Sentence]:
             emit(j, "bullet", i)
             i = j
             continue
-        if start is None and ch in "{}":
+        if start is None and ch in "{}" and not (trusted and text.startswith("{|", i)):
             # outside the between-commands state Coq reads the longest keyword here
-            if not at_start:
+            if not at_start and not trusted:
                 _check_brace_alone(text, i + 1)
             code.append(ch)
             emit(i + 1, "brace", i)
@@ -242,7 +245,8 @@ def split_sentences(text: str) -> list[Sentence]:
         if start is None and at_start:
             m = _SELECTOR_BRACE.match(text, i)
             if m:
-                _check_brace_alone(text, m.end())
+                if not trusted:
+                    _check_brace_alone(text, m.end())
                 code.append(m.group(0))
                 emit(m.end(), "brace", i)
                 i = m.end()
@@ -251,7 +255,7 @@ def split_sentences(text: str) -> list[Sentence]:
         if start is None:
             start = i
         if ch == '"':
-            j = _skip_string(text, i)
+            j = skip_string(text, i)
             code.append('""')
             i = j
             at_start = False
@@ -267,7 +271,7 @@ def split_sentences(text: str) -> list[Sentence]:
                 continue
             if nxt == ".":
                 after = text[i + 2] if i + 2 < n else ""
-                if not (after in _BLANKS or after == "]"):
+                if not (trusted or after in _BLANKS or after in "]|"):
                     raise RocqTextError("syntax:ellipsis", f"'..' at offset {i} is not accepted")
                 # the goal selectors' ellipsis, ``[ tac .. ]``: one token, no sentence end
                 code.append("..")
@@ -299,7 +303,7 @@ def _check_brace_alone(text: str, j: int) -> None:
         raise RocqTextError("syntax:brace", f"ambiguous {text[j - 1:j + 1]!r} at offset {j - 1}")
 
 
-def _skip_comment(text: str, i: int) -> int:
+def skip_comment(text: str, i: int) -> int:
     """Return the offset just after the comment opening at ``i``."""
     depth = 0
     n = len(text)
@@ -313,13 +317,13 @@ def _skip_comment(text: str, i: int) -> int:
             if depth == 0:
                 return i
         elif text[i] == '"':
-            i = _skip_string(text, i)
+            i = skip_string(text, i)
         else:
             i += 1
     raise RocqTextError("syntax:unterminated", "unterminated comment")
 
 
-def _skip_string(text: str, i: int) -> int:
+def skip_string(text: str, i: int) -> int:
     """Return the offset just after the string literal opening at ``i``."""
     j = i + 1
     n = len(text)
