@@ -189,6 +189,14 @@ def test_no_sample_case_that_needs_an_axiom_is_valid(sample):
 
 # -- the whole corpus (make test-full) ------------------------------------------------
 
+def whole_corpus_test(test):
+    """Real Rocq, slow, ``make test-full`` only; the shared fixture takes about
+    80 minutes here with a cold coqc cache, 30 with a warm one."""
+    for mark in (pytest.mark.rocq, pytest.mark.slow, pytest.mark.full, pytest.mark.timeout(7200)):
+        test = mark(test)
+    return test
+
+
 @pytest.fixture(scope="module")
 def whole(coqtop) -> Checked:
     root = theories()
@@ -197,28 +205,19 @@ def whole(coqtop) -> Checked:
     return Checked(found.cases, coqtop, jobs=2, axiom_cases=100, permissive_all=False)
 
 
-@pytest.mark.rocq
-@pytest.mark.slow
-@pytest.mark.full
-@pytest.mark.timeout(7200)  # the fixture: about 80 minutes here with a cold coqc cache, 30 with a warm one
+@whole_corpus_test
 def test_the_whole_corpus_has_over_a_thousand_closed_cases(whole):
     print(whole.summary())
     assert len(whole.closed) >= 1_000, whole.summary()
 
 
-@pytest.mark.rocq
-@pytest.mark.slow
-@pytest.mark.full
-@pytest.mark.timeout(7200)  # the fixture: about 80 minutes here with a cold coqc cache, 30 with a warm one
+@whole_corpus_test
 def test_every_closed_case_is_valid_when_bug_prone_features_are_allowed(whole):
     wrong = failures(whole.permissive, whole.closed, valid)
     assert not wrong, f"{len(wrong)} of {len(whole.closed)} refused:\n" + "\n".join(wrong[:50])
 
 
-@pytest.mark.rocq
-@pytest.mark.slow
-@pytest.mark.full
-@pytest.mark.timeout(7200)  # the fixture: about 80 minutes here with a cold coqc cache, 30 with a warm one
+@whole_corpus_test
 def test_the_default_settings_refuse_closed_cases_only_for_known_bugs(whole):
     wrong = failures(whole.default, whole.closed, valid_or_known_bug)
     refused = collections.Counter(whole.default[c.key].reason for c in whole.closed if not valid(whole.default[c.key]))
@@ -226,9 +225,6 @@ def test_the_default_settings_refuse_closed_cases_only_for_known_bugs(whole):
     assert not wrong, f"{len(wrong)} of {len(whole.closed)} refused:\n" + "\n".join(wrong[:50])
 
 
-@pytest.mark.rocq
-@pytest.mark.slow
-@pytest.mark.full
-@pytest.mark.timeout(7200)  # the fixture: about 80 minutes here with a cold coqc cache, 30 with a warm one
+@whole_corpus_test
 def test_no_case_that_needs_an_axiom_is_valid(whole):
     assert not [c.key for c in whole.with_axioms if whole.default[c.key].valid]

@@ -78,6 +78,7 @@ from lean_env.rocq.checks import (  # noqa: E402
     THEOREM_KEYWORDS,
     RocqTextError,
     Sentence,
+    has_mutual_with,
     split_sentences,
     validate_header,
 )
@@ -287,7 +288,7 @@ def extract_file(theories: Path, relative: Path, found: Extraction) -> None:
         if extra:
             found.skip(f"attribute:{extra[0]}", where)
             continue
-        if _mutual(code[declaration.end():]):
+        if has_mutual_with(code[declaration.end():]):
             found.skip("mutual", where)
             continue
         renamed = _rename(s.text, keyword, original, count)
@@ -332,25 +333,6 @@ def _proof_span(sentences: Sequence[Sentence], i: int) -> tuple[str, int]:
         if _head(code) in _DECLARATION_WORDS and not code.startswith("Proof"):
             return "no_proof", i - 1
     return "no_proof", i - 1
-
-
-def _mutual(rest: str) -> bool:
-    """Whether ``with`` occurs outside brackets and ``match ... end``."""
-    depth = 0
-    matches = 0
-    for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_']*|[()\[\]{}]", rest):
-        token = m.group(0)
-        if token in "([{":
-            depth += 1
-        elif token in ")]}":
-            depth -= 1
-        elif depth == 0 and token == "match":
-            matches += 1
-        elif depth == 0 and token == "end":
-            matches -= 1
-        elif depth == 0 and token == "with" and matches <= 0:
-            return True
-    return False
 
 
 def _rename(text: str, keyword: str, original: str, k: int) -> str | None:

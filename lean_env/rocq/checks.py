@@ -486,12 +486,12 @@ def validate_statement(statement: object, *, max_chars: int = 10_000,
     tactics = sorted({"ltac", "ltac2"}.intersection(rest.words()))
     if tactics:
         raise RocqTextError(f"banned:{tactics[0]}", "tactics inside a statement are not allowed")
-    if _has_mutual_with(rest.code):
+    if has_mutual_with(rest.code):
         raise RocqTextError("statement_shape", "mutual statements ('... with ...') are not accepted")
     return Statement(sentence=sentence, keyword=keyword, name=name)
 
 
-def _has_mutual_with(code: str) -> bool:
+def has_mutual_with(code: str) -> bool:
     """Whether ``with`` occurs outside brackets and outside ``match ... end``
     (a mutual ``Theorem a : A with b : B``)."""
     depth = 0

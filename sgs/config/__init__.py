@@ -92,17 +92,15 @@ from sgs.config.schema import (  # noqa: F401  (the package's public names)
     WarmstartConfig,
 )
 from sgs.config.serve import ServeConfig, serve_problems  # noqa: F401  (the package's public names)
-from sgs.config.validation import (  # noqa: F401  (the package's public names)
-    config_problems,
+from sgs.config.derived import (  # noqa: F401  (the package's public names)
     declared_gpus,
     engine_backend,
     engines_sleep_during_training,
-    to_schema,
     trained_roles,
-    validate,
     warmstart_enabled,
     weight_transfer_backend,
 )
+from sgs.config.validation import config_problems, to_schema, validate  # noqa: F401  (the package's public names)
 from sgs.config.machine import (  # noqa: F401  (the package's public names)
     missing_model_directory,
     requirements_problems,

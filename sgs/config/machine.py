@@ -19,7 +19,8 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from sgs.config.schema import HUB_SCHEME, ProverConfig, SGSConfig, resolve_source_path
-from sgs.config.validation import engine_backend, to_schema, warmstart_enabled
+from sgs.config.derived import engine_backend, warmstart_enabled
+from sgs.config.validation import to_schema
 
 
 

@@ -22,15 +22,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from lean_env.rocq.known_bugs import FEATURE_NAMES as BUG_PRONE_FEATURES
 from sgs.config.benchmark_names import benchmark_problems
-from sgs.config.derived import (  # noqa: F401  (declared_gpus, trained_roles, ... are read from here too)
-    active_engines,
-    declared_gpus,
-    engine_backend,
-    engines_sleep_during_training,
-    trained_roles,
-    warmstart_enabled,
-    weight_transfer_backend,
-)
+from sgs.config.derived import active_engines, declared_gpus
 from sgs.config.serve import serve_problems
 from sgs.config.schema import (
     BACKEND_LANGUAGE,
