@@ -12,7 +12,7 @@ printed).  And no case that ``coqc`` says needs an axiom may be valid.
 
 CI checks a fixed, seeded sample of 53 cases from five files (about 30 s);
 ``make test-full`` checks the whole corpus: 6,199 cases, 4,111 of them closed
-(18-23 minutes here once the ``coqc`` ground truth is cached under
+(18-32 minutes here once the ``coqc`` ground truth is cached under
 ``~/.cache/sgs/rocq_stdlib_corpus``; computing it takes about 50 minutes
 more, two ``coqc`` at a time).
 
@@ -192,7 +192,7 @@ def test_no_sample_case_that_needs_an_axiom_is_valid(sample):
 # -- the whole corpus (make test-full) ------------------------------------------------
 
 def whole_corpus_test(test):
-    """Real Rocq, slow, ``make test-full`` only; the shared fixture took 18-23
+    """Real Rocq, slow, ``make test-full`` only; the shared fixture took 18-32
     minutes here with the coqc ground truth cached, and the ground truth about
     50 minutes more (two coqc at a time, on a 2-core machine shared with other jobs)."""
     for mark in (pytest.mark.rocq, pytest.mark.slow, pytest.mark.full, pytest.mark.timeout(7200)):
