@@ -144,7 +144,7 @@ HOSTILE = [
     ("Theorem t : True.", "Proof I. Qed.", "banned:Proof_variant"),
     ("Theorem t : True.", "exact I. Qed.", "proof_start"),
     ("Theorem t : True.", "", "empty"),
-    ("Theorem t : True.", "Proof. exact I.. Qed.", "syntax:ellipsis"),
+    ("Theorem t : True.", "Proof. exact I..Qed.", "syntax:ellipsis"),
 ]
 
 
