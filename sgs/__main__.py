@@ -10,8 +10,8 @@ read the targets (exit 2 naming a malformed file), check that this machine
 can run it before starting anything (exit 3 with what is missing and the
 overrides that would run here), read the benchmark, open the run
 directory (a new run, or a resume of the one there; exit 2 when it belongs
-to another run or another version, exit 0 when its iterations are all
-done), then hand over to :func:`sgs.launch.run`: start Ray, start the
+to another run or another version, exit 0 when it is finished: its
+iterations all done, or its curve flat under ``stop``), then hand over to :func:`sgs.launch.run`: start Ray, start the
 verifier pool (its prover must elaborate the first target's statement, else
 exit 3 naming why, before the minutes a warm start takes), warm-start the
 base model (:mod:`sgs.sft`; the tiny model only, cached after the first
@@ -38,6 +38,7 @@ from omegaconf import DictConfig
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, suggested_overrides
 from sgs.config import resolve_source_path, validate
 from sgs.loop.phases import PHASES
+from sgs.loop.stopping import stop_reason
 from sgs.state.benchmarks import Benchmark, BenchmarkError, load_benchmark
 from sgs.state.records import Target
 from sgs.state.store import Store, StoreError
@@ -85,8 +86,9 @@ def main(raw: DictConfig) -> None:
     try:
         with Store.open(cfg.run_dir, targets, asdict(cfg), proof_counting=cfg.method.ei_solved_count) as store:
             iteration, phase = store.resume_point(PHASES)
-            if iteration >= cfg.iterations:
-                print(f"{store.run_dir}: all {cfg.iterations} iterations are done")
+            finished = stop_reason(cfg, store.metrics()) if phase == PHASES[0] else None
+            if finished:
+                print(f"{store.run_dir}: {finished}")
                 return
             if (iteration, phase) != (0, PHASES[0]):
                 print(f"resuming {store.run_dir} at iteration {iteration}, phase {phase!r}")

@@ -73,7 +73,7 @@ def run(cfg: SGSConfig, benchmark: Benchmark | None, store: Store) -> None:
                     benchmark=benchmark, on_metrics=sink.log)
         if weights["solver"].version == 0:
             held_out["before"] = _evaluate(cfg, store, runtime, seconds)
-        loop.run()
+        finished = loop.run()
         held_out["after"] = _evaluate(cfg, store, runtime, seconds)
     finally:
         if sink is not None:
@@ -84,7 +84,7 @@ def run(cfg: SGSConfig, benchmark: Benchmark | None, store: Store) -> None:
             pool.shutdown()
         ray.shutdown()
     report_page = _write_report(run_dir)
-    _summary(cfg, store, loop, held_out, seconds, time.perf_counter() - started, dashboard, report_page)
+    _summary(cfg, store, loop, held_out, seconds, time.perf_counter() - started, dashboard, report_page, finished)
 
 
 def _evaluate(cfg: SGSConfig, store: Store, runtime, seconds: dict[str, float]) -> dict | None:
@@ -113,12 +113,14 @@ def _write_report(run_dir: Path) -> Path | None:
 
 
 def _summary(cfg: SGSConfig, store: Store, loop: Loop, held_out: dict[str, dict | None],
-             seconds: dict[str, float], wall: float, dashboard: str | None, report_page: Path | None) -> None:
+             seconds: dict[str, float], wall: float, dashboard: str | None, report_page: Path | None,
+             finished: str) -> None:
     """What the run did, in a few lines."""
     metrics = store.metrics()
     k = cfg.method.num_solver_samples
     print(f"\n== SGS run summary ({cfg.experiment}, model {cfg.model.name}, prover {cfg.prover.backend}) ==")
     print(f"run directory: {store.run_dir}  (metrics.jsonl, records per iteration, checkpoints/)")
+    print(f"finished: {finished}")
     print(f"report: {report_page}" if report_page else "report: not written (see the warning above)")
     if metrics:
         first, last = metrics[0], metrics[-1]

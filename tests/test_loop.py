@@ -401,6 +401,9 @@ def test_missing_requirements_exit_3_before_ray_starts(tmp_path):
     (("conjecture", "prove", "review", "train_solver"), 2,
      "run_dir: {run_dir} has finished phases ['train_solver'] that are not in this version"),
     (PHASES, 0, "{run_dir}: all 1 iterations are done"),
+    # Three iterations recorded, the last two adding nothing: flat under stop.flat_iterations=2.
+    (PHASES * 3, 0, "{run_dir}: the cumulative solve rate has not risen for 2 iterations "
+                    "(stop.flat_iterations=2) after 3 iterations"),
 ])
 def test_where_a_run_directory_stands_is_answered_before_torch_and_ray_load(tmp_path, phases, code, said):
     from dataclasses import asdict
@@ -411,12 +414,19 @@ def test_where_a_run_directory_stands_is_answered_before_torch_and_ray_load(tmp_
     from sgs.config import CONFIG_DIR, CONFIG_NAME, validate
 
     run_dir = tmp_path / "run"
-    overrides = ["iterations=1", "logging.wandb_mode=disabled", f"run_dir={run_dir}"]
+    iterations = max(1, len(phases) // len(PHASES))
+    overrides = [f"iterations={10 * iterations if iterations > 1 else 1}", "stop.flat_iterations=2",
+                 "logging.wandb_mode=disabled", f"run_dir={run_dir}"]
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
         cfg = validate(compose(config_name=CONFIG_NAME, overrides=overrides))
     with Store.open(run_dir, read_run_targets(cfg), asdict(cfg)) as store:
-        for phase in phases:
-            store.mark_done(0, phase)
+        for number, phase in enumerate(phases):
+            iteration = number // len(PHASES)
+            if phase == "record":
+                store.append_metrics({"iteration": iteration, "generations": 100 * (iteration + 1),
+                                      "cumulative_solve_rate": 0.25, "pass_at_k": 0.25, "conjectures_kept": 0,
+                                      "mean_guide_score": None, "system_error_rate": 0.0})
+            store.mark_done(iteration, phase)
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "sgs", *overrides], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == code, proc.stderr[-3000:]

@@ -478,6 +478,19 @@ class LoggingConfig:
 
 
 @dataclass
+class StopConfig:
+    """Stopping a run before ``iterations`` once its curve is flat (:mod:`sgs.loop.stopping`)."""
+
+    #: Stop once the cumulative solve rate has not risen for this many
+    #: consecutive iterations; null runs all ``iterations``.  The long
+    #: comparison (``make long-horizon``) uses 5: each method runs until its
+    #: own curve has plateaued.
+    flat_iterations: int | None = None
+    #: Never stop early before this many iterations are done.
+    min_iterations: int = 0
+
+
+@dataclass
 class SGSConfig:
     """One SGS run."""
 
@@ -485,8 +498,11 @@ class SGSConfig:
     #: re-running with the same directory resumes.  In a multirun sweep each
     #: job writes to ``<run_dir>/<job number>`` (see :func:`validate`).
     run_dir: str = "runs/${now:%Y-%m-%d_%H-%M-%S}"
-    #: Number of iterations to run (counting ones finished before a resume).
+    #: Number of iterations to run (counting ones finished before a resume);
+    #: ``stop`` may end the run earlier.
     iterations: int = 500
+    #: Stopping early once the cumulative solve rate is flat.
+    stop: StopConfig = field(default_factory=StopConfig)
     #: Seed for sampling, batching, data splits and the tiny model's weights.
     seed: int = 0
     #: Name of the experiment; set by each file in ``conf/experiment/``.

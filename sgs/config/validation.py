@@ -439,6 +439,8 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
     if not cfg.run_dir:
         problems.append("run_dir must not be empty")
     _at_least(problems, "iterations", cfg.iterations, 1)
+    _at_least(problems, "stop.flat_iterations", cfg.stop.flat_iterations, 1)
+    _at_least(problems, "stop.min_iterations", cfg.stop.min_iterations, 0)
     if not cfg.experiment:
         problems.append("experiment must not be empty")
     _check_targets(problems, cfg.targets, cfg.prover)

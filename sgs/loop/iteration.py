@@ -51,6 +51,7 @@ from sgs.loop.phases import PHASES, RECORD_PHASES, TRAINING_PHASE
 from sgs.loop.prove import prove
 from sgs.loop.record import record
 from sgs.loop.review import review
+from sgs.loop.stopping import stop_reason
 from sgs.loop.train import train_policies
 from sgs.loop.weights import TRAINED_ROLES, EngineWeights
 from sgs.machinery.monitor import LiveMonitor
@@ -99,10 +100,15 @@ class Loop:
                                 if key.startswith("faults/")}
         self._resumed = store.resume_point(PHASES) != (0, PHASES[0])
 
-    def run(self) -> None:
-        """Run until ``cfg.iterations`` iterations are done, from the resume point."""
+    def run(self) -> str:
+        """Run from the resume point until the run is finished (``iterations``
+        done, or ``stop``'s rule met at the start of an iteration); why it is."""
         iteration, phase = self.store.resume_point(PHASES)
-        while iteration < self.cfg.iterations:
+        while True:
+            if phase == PHASES[0]:
+                finished = stop_reason(self.cfg, self.store.metrics())
+                if finished:
+                    return finished
             for name in PHASES[PHASES.index(phase):]:
                 self.run_phase(iteration, name)
             iteration, phase = iteration + 1, PHASES[0]

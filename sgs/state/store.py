@@ -94,7 +94,7 @@ log = logging.getLogger(__name__)
 LOCK_FILE = ".lock"
 
 # Config keys (dotted paths, fnmatch patterns) that may differ when a run is
-# resumed without allow_changes: how many iterations it runs, where its
+# resumed without allow_changes: how many iterations it runs and when it stops early, where its
 # directory now lives, where metrics go, which Ray cluster it joins and how
 # many proof checkers it uses, how actors are placed, whether engines sleep
 # during training, how often lost workers are replaced, the periodic
@@ -102,6 +102,7 @@ LOCK_FILE = ".lock"
 # None of them changes what an iteration computes.
 RESUMABLE_CONFIG_KEYS = (
     "iterations",
+    "stop.*",
     "run_dir",
     "logging.*",
     "resources.ray_address",
