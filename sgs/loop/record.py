@@ -10,6 +10,7 @@ import logging
 from collections.abc import Sequence
 
 from sgs.analysis import metrics as M
+from sgs.analysis.closeness import closeness_metrics
 from sgs.analysis.evaluation import SUMMARY_FILE, evaluate_problems, format_table, read_json
 from sgs.loop.context import MATCHES_BENCHMARK, RunContext, derived_seed
 from sgs.loop.phases import TRAINING_PHASE
@@ -48,6 +49,10 @@ def record(ctx: RunContext, iteration: int, phases: dict[str, M.PhaseStats], fau
         training=training_numbers(ctx, iteration),
     )
     metrics["conjectures_matching_benchmark"] = benchmark_matches(ctx, conjectures)
+    parents = {c.target_id for c in conjectures}
+    metrics.update(closeness_metrics(
+        conjectures, scores, attempts, {t.id: t.statement for t in store.targets if t.id in parents},
+        {tid: [p.proof for p in store.solved_registry.proofs(tid)] for tid in parents}, ctx.language))
     metrics.update(M.seq_len_capped_metrics(attempts, conjectures, {
         role: getattr(ctx.cfg.sampling, role).max_tokens for role in TRAINED_ROLES}))
     metrics.update(faults)
