@@ -75,8 +75,33 @@ def test_the_command_writes_tables_figures_and_json(tmp_path):
     assert r"\begin{tabular}" in tex and r"reinforce\_half\_solver\_only" in tex
     numbers = json.loads((tmp_path / "out" / "comparison.json").read_text())
     assert numbers["differences"]["standard"][-1]["paired"] is True
-    for figure in ("solve_rate.png", "difference.png"):
+    for figure in ("solve_rate.png", "difference.png", "figure1.png", "diagnostics.png"):
         assert (tmp_path / "out" / figure).stat().st_size > 10_000
+    assert "## Scaling-law fits" in page and "## Diagnostics per iteration" in page
+
+
+def test_long_curves_get_fits_with_the_robustness_refits_and_a_figure_1(tmp_path):
+    """Twenty points per run on laws with known asymptotes, cut at 4,000 generations."""
+    generations = np.arange(1, 21) * 2_000
+    for job, (method, asymptote) in enumerate({"standard": 0.7, "reinforce_half_solver_only": 0.6}.items()):
+        for seed in (0, 1):
+            rates = scaling_curve(generations, r0=0.3, asymptote=asymptote, c_mid=8_000, exponent=1.5)
+            noise = np.random.default_rng(10 * job + seed).normal(0, 0.002, len(rates))
+            metrics_run(tmp_path / "sweep" / f"{job}_{seed}", method, seed, np.maximum.accumulate(rates + noise),
+                        generations)
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "sweep"), "--min-generations", "4000", "--out", str(out)]) == 0
+    numbers = json.loads((out / "comparison.json").read_text())
+    for method, asymptote in (("standard", 0.7), ("reinforce_half_solver_only", 0.6)):
+        fits = numbers["methods"][method]["fits"]
+        for seed in ("0", "1"):
+            # re-centred at 4,000 generations, the law's own A is recovered
+            assert fits[seed]["fit"]["asymptote"] == pytest.approx(asymptote, abs=0.03)
+            assert all(r["fit"] is not None for r in fits[seed]["truncated"].values())
+            assert fits[seed]["asymptote_spread"]["count"] >= 90
+    page = (out / "comparison.md").read_text()
+    assert "| standard | seed mean | 19 |" in page and "fitted past 4,000 generations" in page
+    assert (out / "figure1.png").stat().st_size > 10_000
 
 
 def test_parallel_sampling_lies_beside_sgs_and_the_rl_baseline(tmp_path):
@@ -150,4 +175,6 @@ def test_the_mechanism_counts_targets_solved_after_their_conjectures_were_traine
     c = compare([sgs, base])
     assert c.methods["standard"].followup == (3, 1)
     assert c.baseline_followup["standard"] == (2, 1)
+    # The paper's Figure 13: the baseline never solved t_b; SGS did
+    assert (c.never_solved["standard"].targets, c.never_solved["standard"].solved) == (1, 1)
     assert followup(base).trained_targets == {}

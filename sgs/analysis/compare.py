@@ -19,8 +19,15 @@ config's ``experiment``; each run is one seed.  The output, in ``--out``
   targets after the same iteration;
 * ``comparison.tex``: the first two tables as LaTeX (booktabs) to paste into a paper;
 * ``comparison.json``: every number behind the tables;
-* ``solve_rate.png`` (mean curve and band per method) and ``difference.png``
-  (each method minus the baseline against generations, with its band).
+* ``solve_rate.png`` (mean curve and band per method), ``difference.png``
+  (each method minus the baseline against generations, with its band) and
+  ``figure1.png`` (laid out like the paper's Figure 1: mean curves with
+  bands, each method's fitted scaling law dashed and its asymptote dotted);
+* the fits per seed with their robustness refits (the paper's Figure 8:
+  without the last 10/20/30% of the points, and 100 random halves), the
+  mechanism's diagnostics per iteration (:mod:`sgs.analysis.diagnostics`,
+  also as ``diagnostics.png``) and, per method, the share of the targets its
+  paired baseline run never solved that it solved (the paper's Figure 13).
 
 The statistics are :mod:`sgs.analysis.comparison`; the runs are read with
 :func:`sgs.analysis.report.read_run` (read-only).  Exit status 2 when a path
@@ -40,13 +47,14 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from sgs.analysis.diagnostics import NeverSolved, diagnostic_rows, never_solved_by_baseline, plot_diagnostics
 from sgs.analysis.comparison import (
     DEFAULT_BUDGETS, DEFAULT_CONFIDENCE, Difference, Interval, MethodFits, RunCurve, common_range, curve_band,
     default_budgets, difference_at, method_fits, t_interval)
 from sgs.analysis.report.page import markdown_table
 from sgs.analysis.report.runs import ReportError, RunData, find_run_dirs, read_run
 from sgs.analysis.report.series import Followup, followup
-from sgs.analysis.scaling import DEFAULT_MIN_GENERATIONS
+from sgs.analysis.scaling import DEFAULT_MIN_GENERATIONS, FitReport
 
 #: The RL baseline's experiment name: the default baseline when the sweep has it.
 RL_BASELINE = "reinforce_half_solver_only"
@@ -104,6 +112,10 @@ class Comparison:
     """Method -> method minus baseline at each budget."""
     baseline_followup: dict[str, tuple[int, int]]
     """Method -> (targets, solved later) for the baseline on the method's trained targets, paired by seed."""
+    never_solved: dict[str, NeverSolved]
+    """Method -> the targets its paired baseline runs never solved, and how many it solved."""
+    diagnostics: list[list[str]]
+    """The mechanism's diagnostics table (:func:`sgs.analysis.diagnostics.diagnostic_rows`)."""
     confidence: float
     notes: list[str]
 
@@ -151,14 +163,17 @@ def compare(runs: Sequence[RunData], *, baseline: str | None = None, budgets: in
             followup=(sum(len(f.trained_targets) for f in follow), sum(len(f.solved_after) for f in follow)))
     base_curves = [c for _, c in grouped[baseline]]
     base_by_seed = {c.seed: run for run, c in grouped[baseline]}
-    differences, base_follow = {}, {}
+    differences, base_follow, never_solved = {}, {}, {}
     for method, members in sorted(grouped.items()):
         if method == baseline:
             continue
         differences[method] = difference_at([c for _, c in members], base_curves, grid, confidence)
         counts = [baseline_followup(followup(run), base_by_seed[c.seed]) for run, c in members if c.seed in base_by_seed]
         base_follow[method] = (sum(n for n, _ in counts), sum(s for _, s in counts))
-    return Comparison(methods, baseline, grid, covered[1], differences, base_follow, confidence, notes)
+        never_solved[method] = never_solved_by_baseline([r for r, _ in members], [r for r, _ in grouped[baseline]])
+    diagnostics = diagnostic_rows({method: [r for r, _ in members] for method, members in grouped.items()})
+    return Comparison(methods, baseline, grid, covered[1], differences, base_follow, never_solved, diagnostics,
+                      confidence, notes)
 
 
 # ---------------------------------------------------------------------------
@@ -212,6 +227,38 @@ def difference_rows(c: Comparison) -> list[list[str]]:
     return rows
 
 
+def _fit_cells(report: FitReport) -> list[str]:
+    """A, C_mid and B of a fit, its refits without the end of the data, and the random halves' spread."""
+    if report.fit is None:
+        return [f"no fit ({report.reason})", "—", "—", "—", "—"]
+    fit = report.fit
+    truncated = ", ".join("—" if r.fit is None else f"{r.fit.asymptote:.3f}" for r in report.truncated.values())
+    halves = report.asymptote_spread
+    return [f"{fit.asymptote:.3f}", f"{fit.c_mid:,.0f}", f"{fit.exponent:.3f}", truncated,
+            "—" if halves is None else f"{halves.mean:.3f} ± {halves.std:.3f} ({halves.count})"]
+
+
+def fit_rows(c: Comparison) -> list[list[str]]:
+    """Per method, each seed's fit and the seed-mean curve's, with the robustness refits (paper Figure 8)."""
+    rows = [["method", "curve", "points past the cut", "A", "C_mid", "B", "A without last 10/20/30%",
+             "A over random halves (mean ± sd, n)"]]
+    for m in c.methods.values():
+        reports = [(f"seed {seed}", report) for seed, report in sorted(m.fits.per_seed.items())]
+        if m.fits.mean_curve is not None and len(reports) > 1:
+            reports.append(("seed mean", m.fits.mean_curve))
+        for label, report in reports:
+            rows.append([m.method, label, str(report.points_past_cut)] + _fit_cells(report))
+    return rows
+
+
+def never_solved_rows(c: Comparison) -> list[list[str]]:
+    rows = [["method", f"targets {c.baseline} never solved (summed over seeds)", "of which the method solved"]]
+    for method, counts in c.never_solved.items():
+        share = "—" if counts.share is None else f"{counts.solved} = {counts.share:.2f}"
+        rows.append([method, str(counts.targets), share])
+    return rows
+
+
 def mechanism_rows(c: Comparison) -> list[list[str]]:
     rows = [["method", "targets trained on via a conjecture: solved later",
              f"{c.baseline} on the same targets after the same iteration: solved later"]]
@@ -249,7 +296,19 @@ def render_markdown(c: Comparison) -> str:
                   "had not been solved by then; it is solved later if first solved in an iteration after i. "
                   "The baseline column asks the same of the baseline run with the same seed, on the same "
                   "targets, from the same iteration.", ""] + markdown_table(mechanism)
-    lines += ["", "![cumulative solve rate](solve_rate.png)", "", "![difference](difference.png)"]
+    min_generations = next((r.min_generations for m in c.methods.values() for r in m.fits.per_seed.values()), None)
+    lines += ["", "## Scaling-law fits", "",
+              f"R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B), fitted past {min_generations:,} generations and "
+              "re-centred there (sgs.analysis.scaling); the refits are the paper's robustness protocol.", ""]
+    lines += markdown_table(fit_rows(c))
+    if c.never_solved:
+        lines += ["", f"## Targets {c.baseline} never solved", "",
+                  "Paired by seed, as the paper's Figure 13.", ""] + markdown_table(never_solved_rows(c))
+    lines += ["", "## Diagnostics per iteration", "",
+              "Seed means of each run's metrics lines (sgs.analysis.diagnostics); — where a method has none.",
+              ""] + markdown_table(c.diagnostics)
+    lines += ["", "![Figure 1 layout](figure1.png)", "", "![cumulative solve rate](solve_rate.png)", "",
+              "![difference](difference.png)", "", "![diagnostics](diagnostics.png)"]
     if c.notes:
         lines += ["", "## Reading notes", ""] + [f"- {note}" for note in c.notes]
     return "\n".join(lines) + "\n"
@@ -271,6 +330,9 @@ def to_json(c: Comparison) -> dict:
         "differences": {name: [None if d is None else {"budget": d.budget, "paired": d.paired, **d.interval.to_json()}
                                for d in diffs] for name, diffs in c.differences.items()},
         "baseline_followup": {name: {"targets": n, "solved_later": s} for name, (n, s) in c.baseline_followup.items()},
+        "never_solved_by_baseline": {name: {"targets": n.targets, "solved": n.solved}
+                                     for name, n in c.never_solved.items()},
+        "diagnostics": c.diagnostics,
         "notes": c.notes,
     }
 
@@ -316,7 +378,39 @@ def plot(c: Comparison, curves: Mapping[str, Sequence[RunCurve]], out_dir: Path)
     fig.savefig(out_dir / "difference.png", dpi=DPI)
 
 
-def write(c: Comparison, curves: Mapping[str, Sequence[RunCurve]], out_dir: Path) -> Path:
+def plot_figure1(c: Comparison, curves: Mapping[str, Sequence[RunCurve]], path: Path) -> None:
+    """The paper's Figure 1 (right) layout: per method the mean curve with its band over
+    seeds, the seed-mean curve's fitted scaling law (dashed, over the points it was fitted on
+    and a little beyond) and its asymptote (dotted, labelled)."""
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
+    for index, (method, method_curves) in enumerate(sorted(curves.items())):
+        color = f"C{index}"
+        end = min(curve.generations[-1] for curve in method_curves)
+        grid = np.linspace(min(curve.generations[0] for curve in method_curves), end, 60)
+        band = curve_band(method_curves, grid, c.confidence)
+        ax.plot(grid, [100 * b.mean for b in band], color=color, label=method)
+        ax.fill_between(grid, [100 * b.low for b in band], [100 * b.high for b in band], color=color, alpha=0.15)
+        report = c.methods[method].fits.mean_curve if method in c.methods else None
+        if report is not None and report.fit is not None:
+            fit = report.fit
+            fitted = np.linspace(fit.first_generations, 1.25 * fit.last_generations, 60)
+            ax.plot(fitted, 100 * fit.predict(fitted), color=color, linestyle="--", linewidth=1)
+            ax.axhline(100 * fit.asymptote, color=color, linestyle=":", linewidth=1)
+            ax.annotate(f"{100 * fit.asymptote:.1f}%", (fitted[-1], 100 * fit.asymptote), color=color,
+                        fontsize=8, xytext=(2, 2), textcoords="offset points")
+    ax.plot([], [], color="gray", linestyle="--", label="fit")
+    ax.plot([], [], color="gray", linestyle=":", label="asymptote")
+    ax.set_xlabel("Number of generations")
+    ax.set_ylabel("Cumulative solve rate (%)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+
+
+def write(c: Comparison, curves: Mapping[str, Sequence[RunCurve]], runs: Mapping[str, Sequence[RunData]],
+          out_dir: Path) -> Path:
+    """The comparison's files in ``out_dir``; ``runs``: the runs by method."""
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / "comparison.md"
     page.write_text(render_markdown(c), encoding="utf-8")
@@ -326,6 +420,8 @@ def write(c: Comparison, curves: Mapping[str, Sequence[RunCurve]], out_dir: Path
         encoding="utf-8")
     (out_dir / "comparison.json").write_text(json.dumps(to_json(c), indent=2) + "\n", encoding="utf-8")
     plot(c, curves, out_dir)
+    plot_figure1(c, curves, out_dir / "figure1.png")
+    plot_diagnostics(runs, out_dir / "diagnostics.png")
     return page
 
 
@@ -357,10 +453,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     curves: dict[str, list[RunCurve]] = {}
+    by_method: dict[str, list[RunData]] = {}
     for run in runs:
         if (curve := run_curve(run)) is not None:
             curves.setdefault(run.experiment, []).append(curve)
-    page = write(comparison, curves, args.out or Path(args.run_dirs[0]) / "comparison")
+            by_method.setdefault(run.experiment, []).append(run)
+    page = write(comparison, curves, by_method, args.out or Path(args.run_dirs[0]) / "comparison")
     print("\n".join(markdown_table(method_rows(comparison))))
     print()
     print("\n".join(markdown_table(difference_rows(comparison))))
