@@ -84,7 +84,8 @@ def main(raw: DictConfig) -> None:
         print(f"targets.source: {error}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
     try:
-        with Store.open(cfg.run_dir, targets, asdict(cfg), proof_counting=cfg.method.ei_solved_count) as store:
+        with Store.open(cfg.run_dir, targets, asdict(cfg), proof_counting=cfg.method.ei_solved_count,
+                        max_proofs=cfg.method.max_proofs_per_target) as store:
             iteration, phase = store.resume_point(PHASES)
             finished = stop_reason(cfg, store.metrics()) if phase == PHASES[0] else None
             if finished:

@@ -16,7 +16,7 @@ import pytest
 
 from lean_env.verdict import Status, Verdict
 from sgs.analysis.evaluation import BenchmarkResult, ProblemResult, format_table
-from sgs.analysis.report.runs import RunData
+from sgs.analysis.report.runs import RunData, read_run
 from sgs.config import CONJECTURE_DEDUPS, EI_SOLVED_COUNTS, UNELABORATED_CONJECTURES, MethodConfig
 from sgs.launch import generation_count
 from sgs.loop import conjecture as phase
@@ -230,6 +230,25 @@ def test_expert_iteration_samples_a_target_solved_fewer_than_16_times(tmp_path, 
         ctx = SimpleNamespace(cfg=SimpleNamespace(method=MethodConfig(solver_objective="ei"), seed=0), store=store)
         sampled = [p.id for p in problems(ctx, 1)]
     assert sampled == (["t_add", "t_mul"] if sampled_again else ["t_mul"])
+
+
+def test_the_registry_keeps_max_proofs_per_target_and_reports_read_it_so(tmp_path):
+    """method.max_proofs_per_target reaches the registry: with 4, a target stops being
+    sampled by expert iteration after four proofs, in the run and after a resume, and the
+    report rebuilds the same registry (no proof refused as damage)."""
+    config = {"method": {"ei_solved_count": "all", "max_proofs_per_target": 4}}
+    with Store.open(tmp_path / "run", [TRAINING, OTHER], config, proof_counting="all", max_proofs=4) as store:
+        log = store.begin_phase(0, "prove")
+        for index in range(6):
+            log.append(verified(0, index, "Proof. lia. Qed."))
+        store.mark_done(0, "prove")
+        assert len(store.solved_registry.proofs("t_add")) == 4
+    with Store.open(tmp_path / "run", None, config, proof_counting="all", max_proofs=4) as store:
+        method = MethodConfig(solver_objective="ei", ei_solved_count="all", max_proofs_per_target=4)
+        ctx = SimpleNamespace(cfg=SimpleNamespace(method=method, seed=0), store=store)
+        assert [p.id for p in problems(ctx, 1)] == ["t_mul"]
+    run = read_run(tmp_path / "run")
+    assert run.solved_at == {"t_add": 0} and not run.notes
 
 
 # --------------------------------------------------------------------------

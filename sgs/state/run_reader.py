@@ -41,7 +41,7 @@ from sgs.state.records import (
     record_from_line,
     typed_field,
 )
-from sgs.state.solved import SolvedRegistry, StoredProof
+from sgs.state.solved import MAX_PROOFS, SolvedRegistry, StoredProof
 
 CONFIG_FILE = "config.yaml"
 CONFIG_CHANGES_FILE = "config_changes.jsonl"
@@ -240,10 +240,11 @@ class RunReader:
         return self.run_dir / iter_name(iteration) / f"{phase}.jsonl"
 
     def solved_registry(self, targets: Sequence[Target], markers: Sequence[PhaseMarker],
-                        counting: str = "distinct") -> SolvedRegistry:
+                        counting: str = "distinct", max_proofs: int = MAX_PROOFS) -> SolvedRegistry:
         """The solved registry as of ``markers``: the proofs each one admitted,
-        in commit order; ``counting`` is how it admits new ones."""
-        registry = SolvedRegistry(targets, counting=counting)
+        in commit order; ``counting`` and ``max_proofs`` are how it admits new
+        ones (the run's ``method.ei_solved_count`` and ``max_proofs_per_target``)."""
+        registry = SolvedRegistry(targets, max_proofs, counting=counting)
         for marker in markers:
             try:
                 registry.add(marker.new_proofs)

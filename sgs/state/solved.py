@@ -1,6 +1,7 @@
 """The solved registry: which targets have a verified proof, since when, and
-up to ``MAX_PROOFS`` verified proofs per target for expert iteration: the
-first found, distinct ones or repeats included (:data:`PROOF_KEYS`).
+up to ``max_proofs`` verified proofs per target for expert iteration
+(``method.max_proofs_per_target``, 16 by default): the first found, distinct
+ones or repeats included (:data:`PROOF_KEYS`).
 
 A target is solved from the first iteration in which any attempt on it
 verifies, and stays solved.  The registry only ever grows; the store rebuilds

@@ -87,7 +87,7 @@ from sgs.state.run_reader import (
     is_created_run,
     iter_name,
 )
-from sgs.state.solved import SolvedRegistry
+from sgs.state.solved import MAX_PROOFS, SolvedRegistry
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +196,8 @@ class Store:
 
     @classmethod
     def open(cls, run_dir: str | os.PathLike, targets: Sequence[Target] | None, config: Mapping[str, Any],
-             *, allow_changes: bool = False, proof_counting: str = "distinct") -> "Store":
+             *, allow_changes: bool = False, proof_counting: str = "distinct",
+             max_proofs: int = MAX_PROOFS) -> "Store":
         """Create a run directory, or resume the one already there.
 
         Creating needs ``targets``; they are copied into the run.  Resuming
@@ -206,7 +207,8 @@ class Store:
         ``allow_changes``; accepted differences are logged to
         ``config_changes.jsonl``.  ``proof_counting``: how the solved registry
         tells a target's proofs apart from now on (``method.ei_solved_count``,
-        :data:`~sgs.state.solved.PROOF_KEYS`).
+        :data:`~sgs.state.solved.PROOF_KEYS`); ``max_proofs``: how many it
+        keeps per target (``method.max_proofs_per_target``).
         """
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -214,15 +216,15 @@ class Store:
         try:
             config = plain_config(config)
             if cls.is_run_dir(run_dir):
-                return cls._resume(run_dir, lock_fd, targets, config, allow_changes, proof_counting)
-            return cls._create(run_dir, lock_fd, targets, config, proof_counting)
+                return cls._resume(run_dir, lock_fd, targets, config, allow_changes, proof_counting, max_proofs)
+            return cls._create(run_dir, lock_fd, targets, config, proof_counting, max_proofs)
         except BaseException:
             os.close(lock_fd)
             raise
 
     @classmethod
     def _create(cls, run_dir: Path, lock_fd: int, targets: Sequence[Target] | None, config: dict,
-                proof_counting: str) -> "Store":
+                proof_counting: str, max_proofs: int) -> "Store":
         leftovers = [p.name for p in run_dir.iterdir() if p.name.startswith("iter_") or p.name in (METRICS_FILE, "checkpoints")]
         if leftovers:
             raise StoreError(f"{run_dir} has no {CONFIG_FILE} but holds run data {sorted(leftovers)}; "
@@ -237,11 +239,11 @@ class Store:
         # config.yaml goes last: its presence is what makes the directory a run.
         atomic_write(run_dir / CONFIG_FILE, yaml.safe_dump(config, sort_keys=True, allow_unicode=True).encode("utf-8"))
         return cls(run_dir, lock_fd, targets, config, markers=[], metrics=[],
-                   solved_registry=SolvedRegistry(targets, counting=proof_counting))
+                   solved_registry=SolvedRegistry(targets, max_proofs, counting=proof_counting))
 
     @classmethod
     def _resume(cls, run_dir: Path, lock_fd: int, targets: Sequence[Target] | None, config: dict,
-                allow_changes: bool, proof_counting: str) -> "Store":
+                allow_changes: bool, proof_counting: str, max_proofs: int) -> "Store":
         reader = RunReader(run_dir, strict=True)
         _cut_torn_tail(run_dir / CONFIG_CHANGES_FILE)
         run_config = reader.config()
@@ -261,7 +263,7 @@ class Store:
             raise StoreError(_targets_mismatch(run_dir, stored_targets, list(targets)))
 
         markers = reader.markers()
-        registry = reader.solved_registry(stored_targets, markers, proof_counting)
+        registry = reader.solved_registry(stored_targets, markers, proof_counting, max_proofs)
         _cut_torn_tail(run_dir / METRICS_FILE)
         store = cls(run_dir, lock_fd, stored_targets, config, markers, reader.metrics(), registry)
 

@@ -24,6 +24,7 @@ from typing import Any
 from sgs.analysis.scaling import find_runs
 from sgs.config import UNELABORATED_CONJECTURES
 from sgs.state.records import Conjecture, ConjectureScore
+from sgs.state.solved import MAX_PROOFS
 from sgs.state.run_reader import CONFIG_FILE, METRICS_FILE, PhaseMarker, RunReader, is_created_run
 
 #: The held-out evaluations of a run ({policy version: result}).  This and
@@ -224,7 +225,9 @@ def read_run(run_dir: str | Path) -> RunData:
     config = reader.config()
     targets = reader.targets()
     markers = reader.markers()
-    registry = reader.solved_registry(targets, markers)
+    method = config.get("method", {})
+    registry = reader.solved_registry(targets, markers, method.get("ei_solved_count", "distinct"),
+                                      method.get("max_proofs_per_target", MAX_PROOFS))
     conjecture_target, scores = _conjecture_records(reader, markers)
     metrics = reader.metrics()
     notes = reader.notes
