@@ -109,7 +109,10 @@ class Comparison:
     budgets: list[float]
     common_budget: float
     differences: dict[str, list[Difference | None]]
-    """Method -> method minus baseline at each budget."""
+    """Method -> method minus baseline at each of ``pair_budgets[method]``."""
+    pair_budgets: dict[str, list[float]]
+    """Method -> the budgets spread over the generations both it and the baseline covered
+    (a method that ran longer than a third one is still compared with the baseline to the end)."""
     baseline_followup: dict[str, tuple[int, int]]
     """Method -> (targets, solved later) for the baseline on the method's trained targets, paired by seed."""
     never_solved: dict[str, NeverSolved]
@@ -163,17 +166,19 @@ def compare(runs: Sequence[RunData], *, baseline: str | None = None, budgets: in
             followup=(sum(len(f.trained_targets) for f in follow), sum(len(f.solved_after) for f in follow)))
     base_curves = [c for _, c in grouped[baseline]]
     base_by_seed = {c.seed: run for run, c in grouped[baseline]}
-    differences, base_follow, never_solved = {}, {}, {}
+    differences, pair_budgets, base_follow, never_solved = {}, {}, {}, {}
     for method, members in sorted(grouped.items()):
         if method == baseline:
             continue
-        differences[method] = difference_at([c for _, c in members], base_curves, grid, confidence)
+        method_curves = [c for _, c in members]
+        pair_budgets[method] = default_budgets(method_curves + base_curves, budgets)
+        differences[method] = difference_at(method_curves, base_curves, pair_budgets[method], confidence)
         counts = [baseline_followup(followup(run), base_by_seed[c.seed]) for run, c in members if c.seed in base_by_seed]
         base_follow[method] = (sum(n for n, _ in counts), sum(s for _, s in counts))
         never_solved[method] = never_solved_by_baseline([r for r, _ in members], [r for r, _ in grouped[baseline]])
     diagnostics = diagnostic_rows({method: [r for r, _ in members] for method, members in grouped.items()})
-    return Comparison(methods, baseline, grid, covered[1], differences, base_follow, never_solved, diagnostics,
-                      confidence, notes)
+    return Comparison(methods, baseline, grid, covered[1], differences, pair_budgets, base_follow, never_solved,
+                      diagnostics, confidence, notes)
 
 
 # ---------------------------------------------------------------------------
@@ -217,7 +222,7 @@ def method_rows(c: Comparison) -> list[list[str]]:
 def difference_rows(c: Comparison) -> list[list[str]]:
     rows = [["method", "budget (generations)", f"Δ solve rate vs {c.baseline}", "pairing", "interval excludes 0"]]
     for method, diffs in c.differences.items():
-        for budget, diff in zip(c.budgets, diffs):
+        for budget, diff in zip(c.pair_budgets[method], diffs):
             if diff is None:
                 rows.append([method, f"{budget:,.0f}", "—", "—", "—"])
                 continue
@@ -341,15 +346,21 @@ def to_json(c: Comparison) -> dict:
 # Figures
 
 
+def _grid(budgets: Sequence[float]) -> np.ndarray:
+    """Fifty points from the first budget to the last, for drawing."""
+    return np.linspace(budgets[0], budgets[-1], 50) if len(budgets) > 1 else np.array(budgets)
+
+
 def plot(c: Comparison, curves: Mapping[str, Sequence[RunCurve]], out_dir: Path) -> None:
-    """``solve_rate.png``: each method's mean curve with its band; ``difference.png``:
-    each method minus the baseline with its band, over the budgets every run covers."""
-    grid = np.linspace(c.budgets[0], c.budgets[-1], 50) if len(c.budgets) > 1 else np.array(c.budgets)
+    """``solve_rate.png``: each method's mean curve with its band, over the generations
+    all its seeds cover; ``difference.png``: each method minus the baseline with its
+    band, over the generations both cover."""
     fig = Figure(figsize=(7, 4.5))
     ax = fig.subplots()
     for index, (method, method_curves) in enumerate(sorted(curves.items())):
         for curve in method_curves:
             ax.plot(curve.generations, curve.rates, color=f"C{index}", alpha=0.25, linewidth=0.8)
+        grid = _grid(default_budgets(method_curves, 2))
         band = [b for b in curve_band(method_curves, grid, c.confidence)]
         ax.plot(grid, [b.mean for b in band], color=f"C{index}", label=f"{method} ({len(method_curves)} seeds)")
         ax.fill_between(grid, [b.low for b in band], [b.high for b in band], color=f"C{index}", alpha=0.2)
@@ -365,6 +376,7 @@ def plot(c: Comparison, curves: Mapping[str, Sequence[RunCurve]], out_dir: Path)
     for index, (method, method_curves) in enumerate(sorted(curves.items())):
         if method == c.baseline:
             continue
+        grid = _grid(c.pair_budgets[method])
         diffs = difference_at(method_curves, curves[c.baseline], grid, c.confidence)
         points = [(g, d.interval) for g, d in zip(grid, diffs) if d is not None]
         ax.plot([g for g, _ in points], [i.mean for _, i in points], color=f"C{index}", label=method)
