@@ -3,7 +3,7 @@
 #   make test   set everything up, then run the test suite
 PY := .venv/bin/python
 
-.PHONY: setup demo test test-full test-fast verify-sample bench bench-quick gpu-check ablation clean
+.PHONY: setup demo test test-full test-fast verify-sample bench bench-quick gpu-check ablation long-horizon clean
 
 setup:
 	bash tools/setup.sh
@@ -67,6 +67,22 @@ ablation: setup
 	    model=tiny prover=rocq resources=local_cpu scale=laptop logging.progress_bars=false \
 	    run_dir=$(ABLATION_DIR)
 	$(PY) -m tools.compare $(ABLATION_DIR)
+
+# the long-horizon comparison (not in CI): SGS, the RL baseline and parallel sampling x three
+# seeds, each run until its cumulative solve rate has been flat for 5 iterations (at least 20,
+# at most 40), then the comparison (runs/long_horizon/comparison/).  Resumable in pieces: stop
+# it at any time and run the same command again; finished runs are recognised in a second.
+# Each run's folder is named <experiment>_seed<seed>, so a slice (LONG_SEEDS=0) fills the same
+# folders.  The fits leave out points below 5,000 generations (docs/long_horizon.md says why)
+LONG_DIR ?= runs/long_horizon
+LONG_SEEDS ?= 0,1,2
+LONG_EXPERIMENTS ?= standard,reinforce_half_solver_only,parallel_sampling
+long-horizon: setup
+	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs -m seed=$(LONG_SEEDS) +experiment=$(LONG_EXPERIMENTS) \
+	    model=tiny prover=rocq resources=local_cpu scale=laptop logging.progress_bars=false \
+	    iterations=40 stop.flat_iterations=5 stop.min_iterations=20 \
+	    'hydra.sweep.subdir=$${experiment}_seed$${seed}' run_dir=$(LONG_DIR) $(LONG_ARGS)
+	$(PY) -m tools.compare $(LONG_DIR) --min-generations 5000
 
 clean:
 	rm -rf .venv runs .pytest_cache
