@@ -219,6 +219,21 @@ def test_many_sequential_checks_on_one_session_stay_correct(backend):
 
 
 @pytest.mark.rocq
+def test_an_unknown_lemma_is_a_prover_error_and_keeps_the_session(backend):
+    """After ``apply`` of a lemma that does not exist, Coq 8.16 answers the barrier with
+    "The variable ..." instead of "The reference ...": still the same session, and the
+    verdict names the prover's error (a fresh coqtop would cost a second or more)."""
+    check(backend, "Theorem t : True.", "Proof. exact I. Qed.")
+    pid = backend.pid
+    for _ in range(3):
+        verdict = check(backend, "Theorem t : forall n : nat, n * 1 = n.", "Proof. intros n. apply Nat.mul_r. lia. Qed.")
+        assert (verdict.status, verdict.reason) == (Status.INVALID, "prover_error"), verdict.messages
+        assert "Nat.mul_r" in verdict.messages[0]
+    assert check(backend, "Theorem t : forall n : nat, n * 1 = n.", "Proof. intros n. lia. Qed.").valid
+    assert backend.pid == pid
+
+
+@pytest.mark.rocq
 def test_switching_headers_unloads_the_previous_one(backend):
     statement, proof = "Theorem t : forall P : Prop, P \\/ ~ P.", "Proof. exact classic. Qed."
     classical = check(backend, statement, proof, header="Require Import Classical.")

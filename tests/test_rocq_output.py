@@ -21,16 +21,16 @@ from lean_env.rocq.output import (
 BARRIER = Barrier(nonce="sgs_sync_0123456789abcdef")
 
 
-def barrier_answer(state: int, proof: str = "t", pending: str = "t") -> str:
+def barrier_answer(state: int, proof: str = "t", pending: str = "t", kind: str = "reference") -> str:
     """What coqtop prints for the barrier, then its (unchanged) prompt."""
     return (f"Toplevel input, characters 6-31:\n> Check {BARRIER.nonce}.\n>       ^^^^^^^^^^^^^^^^^^^^^^^^^\n"
-            f"Error: The reference {BARRIER.nonce} was not found in the current\nenvironment.\n\n"
+            f"Error: The {kind} {BARRIER.nonce} was not found in the current\nenvironment.\n\n"
             f"<prompt>{proof} < {state} |{pending}| 0 < </prompt>")
 
 
-def reply_bytes(output: str, state: int, proof: str = "t", pending: str = "t") -> bytes:
+def reply_bytes(output: str, state: int, proof: str = "t", pending: str = "t", kind: str = "reference") -> bytes:
     prompt = f"<prompt>{proof} < {state} |{pending}| 0 < </prompt>"
-    return (output + prompt + barrier_answer(state, proof, pending)).encode()
+    return (output + prompt + barrier_answer(state, proof, pending, kind)).encode()
 
 
 def test_prompts_give_state_and_open_proofs():
@@ -66,6 +66,16 @@ def test_a_failed_sentence_keeps_its_state_and_prints_an_error():
     output = "Toplevel input, characters 0-11:\n> reflexivity.\n> ^^^^^^^^^^^\nError: Unable to unify.\n\n"
     reply = parse_reply(reply_bytes(output, 6), BARRIER, before=6)
     assert not reply.ok and reply.message.startswith("Toplevel input")
+
+
+def test_the_barrier_may_be_called_a_variable():
+    """Coq 8.16, inside a proof after ``apply`` of an unknown lemma, names the barrier's
+    unknown identifier a variable, not a reference: the same answer."""
+    output = "Toplevel input, characters 6-15:\n> apply Nat.mul_r.\nError: The reference Nat.mul_r was not found.\n\n"
+    reply = parse_reply(reply_bytes(output, 5, kind="variable"), BARRIER, before=5)
+    assert not reply.ok and "Nat.mul_r" in reply.message
+    with pytest.raises(ProtocolError):
+        parse_reply(reply_bytes(output, 5, kind="constant"), BARRIER, before=5)
 
 
 def test_an_error_message_fails_a_sentence_even_if_the_state_moved():

@@ -129,7 +129,9 @@ def parse_reply(raw: bytes, barrier: Barrier, before: int) -> Reply:
     closing = barrier_output.rfind("<prompt>")
     if closing < 0 or barrier_output.count("<prompt>") != 1:
         raise ProtocolError(f"unexpected barrier reply: {barrier_output[:500]!r}")
-    expected = rf"Error:\s+The\s+reference\s+{barrier.nonce}\s+was\s+not\s+found"
+    # Coq 8.16 says "reference", or "variable" inside a proof after some failed tactics
+    # (``apply`` of an unknown lemma): either way the nonce is unknown, which is the point.
+    expected = rf"Error:\s+The\s+(?:reference|variable)\s+{barrier.nonce}\s+was\s+not\s+found"
     if re.search(expected, barrier_output[:closing]) is None:
         raise ProtocolError(f"barrier did not answer as expected: {barrier_output[:500]!r}")
     if parse_prompt(barrier_output[closing:]).state != prompt.state:
