@@ -39,7 +39,8 @@ def flat_run(run_dir: Path, experiment: str, seed: int, gain: float) -> None:
                 if phase == "record":
                     store.append_metrics({"iteration": iteration, "generations": 2_000 * (iteration + 1),
                                           "cumulative_solve_rate": rate, "pass_at_k": rate, "conjectures_kept": 3,
-                                          "mean_guide_score": 0.5, "system_error_rate": 0.0})
+                                          "mean_guide_score": 0.5, "system_error_rate": 0.0,
+                                          **{f"phase_seconds/{name}": 10.0 for name in PHASES}})
                 store.mark_done(iteration, phase)
 
 
@@ -62,3 +63,5 @@ def test_make_long_horizon_finds_its_finished_runs_and_compares_them(tmp_path):
     assert fit["min_generations"] == 5_000 and fit["points_past_cut"] == 20 and fit["fit"] is not None
     assert numbers["differences"]["standard"][-1]["mean"] == pytest.approx(0.05)
     assert (sweep / "comparison" / "figure1.png").is_file()
+    # five phases of 10 s, 22 iterations
+    assert "| 50 (50–50; 0.3 h in all) |" in (sweep / "comparison" / "comparison.md").read_text()

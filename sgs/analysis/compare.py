@@ -47,14 +47,15 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from sgs.analysis.diagnostics import NeverSolved, diagnostic_rows, never_solved_by_baseline, plot_diagnostics
 from sgs.analysis.comparison import (
     DEFAULT_BUDGETS, DEFAULT_CONFIDENCE, Difference, Interval, MethodFits, RunCurve, common_range, curve_band,
     default_budgets, difference_at, method_fits, t_interval)
+from sgs.analysis.diagnostics import NeverSolved, diagnostic_rows, never_solved_by_baseline, plot_diagnostics
 from sgs.analysis.report.page import markdown_table
 from sgs.analysis.report.runs import ReportError, RunData, find_run_dirs, read_run
 from sgs.analysis.report.series import Followup, followup
 from sgs.analysis.scaling import DEFAULT_MIN_GENERATIONS, FitReport
+from sgs.loop.phases import PHASES
 
 #: The RL baseline's experiment name: the default baseline when the sweep has it.
 RL_BASELINE = "reinforce_half_solver_only"
@@ -73,6 +74,16 @@ def baseline_followup(method_run: Followup, baseline: RunData) -> tuple[int, int
     the Conjecturer's."""
     eligible = [(t, i) for t, i in method_run.trained_targets.items() if baseline.solved_at.get(t, i + 1) > i]
     return len(eligible), sum(1 for t, i in eligible if t in baseline.solved_at)
+
+
+def iteration_seconds(run: RunData) -> list[float]:
+    """The wall time of each iteration whose every phase this run's sessions timed."""
+    timed = []
+    for line in run.metrics:
+        phases = [value for key, value in line.items() if key.startswith("phase_seconds/")]
+        if len(phases) == len(PHASES):
+            timed.append(float(sum(phases)))
+    return timed
 
 
 def run_curve(run: RunData) -> RunCurve | None:
@@ -100,6 +111,9 @@ class MethodSummary:
     fits: MethodFits
     followup: tuple[int, int]
     """(targets trained on through a conjecture, of which solved later), summed over seeds."""
+    iteration_seconds: list[float]
+    """Wall time of every timed iteration of every seed (the phases' sum; a phase finished
+    before a resume has no timing, so its iteration is left out)."""
 
 
 @dataclass(frozen=True)
@@ -163,7 +177,8 @@ def compare(runs: Sequence[RunData], *, baseline: str | None = None, budgets: in
             final=t_interval([c.rates[-1] for c in method_curves], confidence),
             held_out=t_interval(held_out, confidence) if len(held_out) == len(members) else None,
             fits=method_fits(method_curves, min_generations=min_generations),
-            followup=(sum(len(f.trained_targets) for f in follow), sum(len(f.solved_after) for f in follow)))
+            followup=(sum(len(f.trained_targets) for f in follow), sum(len(f.solved_after) for f in follow)),
+            iteration_seconds=[seconds for run, _ in members for seconds in iteration_seconds(run)])
     base_curves = [c for _, c in grouped[baseline]]
     base_by_seed = {c.seed: run for run, c in grouped[baseline]}
     differences, pair_budgets, base_follow, never_solved = {}, {}, {}, {}
@@ -211,12 +226,18 @@ def _share(count: tuple[int, int]) -> str:
 
 def method_rows(c: Comparison) -> list[list[str]]:
     header = ["method", "seeds", "generations reached", f"solve rate at {c.common_budget:,.0f} gen.",
-              "final solve rate", "held-out pass@k", "asymptote A"]
+              "final solve rate", "held-out pass@k", "asymptote A", "s / iteration (median, range)"]
     rows = [header]
     for m in c.methods.values():
         rows.append([m.method, ",".join(map(str, m.seeds)), f"{m.reached:,.0f}", _interval(m.at_budget),
-                     _interval(m.final), _interval(m.held_out), _asymptote(m.fits)])
+                     _interval(m.final), _interval(m.held_out), _asymptote(m.fits), _seconds(m.iteration_seconds)])
     return rows
+
+
+def _seconds(values: Sequence[float]) -> str:
+    if not values:
+        return "—"
+    return f"{np.median(values):.0f} ({min(values):.0f}–{max(values):.0f}; {sum(values) / 3600:.1f} h in all)"
 
 
 def difference_rows(c: Comparison) -> list[list[str]]:
@@ -331,6 +352,7 @@ def to_json(c: Comparison) -> dict:
             "asymptote_over_seeds": None if m.fits.asymptote_over_seeds is None else m.fits.asymptote_over_seeds.to_json(),
             "mean_curve_fit": None if m.fits.mean_curve is None else m.fits.mean_curve.to_json(),
             "followup": {"trained_targets": m.followup[0], "solved_later": m.followup[1]},
+            "iteration_seconds": m.iteration_seconds,
         } for name, m in c.methods.items()},
         "differences": {name: [None if d is None else {"budget": d.budget, "paired": d.paired, **d.interval.to_json()}
                                for d in diffs] for name, diffs in c.differences.items()},
