@@ -750,10 +750,11 @@ def test_parallel_sampling_samples_the_warm_start_every_iteration_and_never_trai
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # two runs, each starting Ray and its engines: 150 s on a quiet machine, 500 s at load 15
 def test_multirun_sweep_gives_each_experiment_its_own_run(tmp_path, warm_run):
     run_dir = tmp_path / "sweep"
     proc = _sgs("-m", "+experiment=standard,no_guide", *warm_run, "iterations=1", "logging.wandb_mode=disabled",
-                f"run_dir={run_dir}", timeout=500)
+                f"run_dir={run_dir}", timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     starts = []
     for job, experiment, guide in (("0", "standard", True), ("1", "no_guide", False)):
