@@ -750,7 +750,7 @@ def test_parallel_sampling_samples_the_warm_start_every_iteration_and_never_trai
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # two runs, each starting Ray and its engines: 150 s on a quiet machine, 500 s at load 15
+@pytest.mark.timeout(1800)  # two runs, each starting Ray and its engines: over 500 s at load 15 here
 def test_multirun_sweep_gives_each_experiment_its_own_run(tmp_path, warm_run):
     run_dir = tmp_path / "sweep"
     proc = _sgs("-m", "+experiment=standard,no_guide", *warm_run, "iterations=1", "logging.wandb_mode=disabled",
