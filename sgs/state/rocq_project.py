@@ -238,7 +238,7 @@ def _error_of(source: str, output: str) -> str:
     match = re.search(rf'File "(?:\./)?{re.escape(source)}", line (\d+)[^\n]*\n(?:(?!File ").*\n)*?Error:(.*)',
                       output)
     if match:
-        return f"line {match.group(1)}: Error:{match.group(2).strip()[:300]}"
+        return f"line {match.group(1)}: Error: {match.group(2).strip()[:300]}"
     return "not compiled (a file it needs failed, or make stopped)"
 
 
