@@ -282,3 +282,14 @@ def test_every_traced_target_round_trips(name, tmp_path, require_rocq):
     targets, skipped = rows(out), rows(out.with_name("targets.skipped.jsonl"))
     assert (len(targets), reason_counts(skipped)) == EXPECTED[name]
     assert check_both_ways(targets) == []
+
+
+def test_a_long_header_shows_its_end_in_the_solver_prompt():
+    from sgs.method.roles.render import HEADER_OMITTED, MAX_PROMPT_HEADER_CHARS, PromptSet, prompt_header
+
+    header = "".join(f"Definition d{i} := {i}.\n" for i in range(500))
+    shown = prompt_header(header)
+    assert shown.startswith(HEADER_OMITTED + "\nDefinition d") and shown.endswith("Definition d499 := 499.")
+    assert len(shown) <= len(HEADER_OMITTED) + 1 + MAX_PROMPT_HEADER_CHARS
+    assert prompt_header("Require Import Arith.\n") == "Require Import Arith."
+    assert "Definition d0 :=" not in PromptSet("rocq").solver(header, "Lemma t : d499 = 499.")
