@@ -2,7 +2,10 @@
 
     python -m lean_env verify --backend rocq --input proofs.jsonl --output verdicts.jsonl --workers 2
 
-Input lines: ``{"id", "header", "statement", "proof"}``.  Output lines, in input
+Input lines: ``{"id", "header", "statement", "proof"}``, and for Rocq an optional
+``"load_path"`` (``[[flag, directory, name], ...]``, as in a target file that
+``tools/trace_rocq_targets.py`` writes: such a file checks its human proofs
+as it is).  Output lines, in input
 order: ``{"id", "status", "reason", "messages", "seconds"}``, plus ``"audit"``
 (``agree``, ``disagree``, ``inconclusive``) for an audited proof.  ``--audit``
 re-checks every ``valid`` proof through the backend's independent audit path
@@ -60,8 +63,12 @@ def parse_line(line: str, lineno: int) -> tuple[Optional[ProofTask], Optional[st
     for k in REQUIRED_FIELDS[1:]:
         if not isinstance(obj[k], str):
             return None, f"line {lineno}: '{k}' must be a string, got {type(obj[k]).__name__}"
+    load_path = obj.get("load_path", [])
+    if not isinstance(load_path, list) or not all(
+            isinstance(e, list) and len(e) == 3 and all(isinstance(x, str) for x in e) for e in load_path):
+        return None, f"line {lineno}: 'load_path' must be a list of [flag, directory, name] strings"
     return ProofTask(id=str(obj["id"]), header=obj["header"], statement=obj["statement"],
-                     proof=obj["proof"]), None
+                     proof=obj["proof"], load_path=tuple(tuple(e) for e in load_path)), None
 
 
 def read_input(path: Path) -> list[tuple[Optional[ProofTask], Optional[str], Optional[str]]]:

@@ -32,7 +32,9 @@ class VerifierWorker:
 
     def check(self, kind: str, task: ProofTask, timeout: float) -> Verdict:
         if kind == STATEMENT:
-            verdict = self.backend.check_statement(task.header, task.statement, timeout)
+            # only a task with a load path passes one: backends without the notion keep their signature
+            extra = {"load_path": task.load_path} if task.load_path else {}
+            verdict = self.backend.check_statement(task.header, task.statement, timeout, **extra)
         elif kind == AUDIT:
             try:
                 verdict = self.backend.audit(task, timeout)

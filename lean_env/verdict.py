@@ -39,6 +39,11 @@ class ProofTask:
     header: str
     statement: str
     proof: str
+    #: Rocq only: the ``(flag, directory, logical name)`` options (``-R``/``-Q``)
+    #: that bind a project's compiled libraries for the header's ``Require``s
+    #: (:mod:`lean_env.rocq.load_path`); empty for headers that load only the
+    #: standard library
+    load_path: tuple[tuple[str, str, str], ...] = ()
 
     def key(self, backend_version: str) -> str:
         """Content hash used for the verdict cache and in-flight deduplication."""
@@ -46,6 +51,10 @@ class ProofTask:
         for part in (backend_version, self.header, self.statement, self.proof):
             h.update(part.encode("utf-8", "surrogatepass"))
             h.update(b"\x00")
+        # only when there is one, so that the keys of tasks without one stay as they were
+        for entry in self.load_path:
+            for part in entry:
+                h.update(b"\x01" + str(part).encode("utf-8", "surrogatepass"))
         return h.hexdigest()
 
 

@@ -94,9 +94,11 @@ def commands(config: RocqConfig) -> list[list[str]]:
 
 
 def audit_proof(config: RocqConfig, header: Sequence[Sentence], statement: Statement, body: Sequence[Sentence],
-                timeout: float) -> AuditOutcome:
+                timeout: float, *, own_header: bool = False) -> AuditOutcome:
     """Compile, coqchk and query one proof whose text passed the checks;
-    ``timeout`` seconds of wall clock for all three commands."""
+    ``timeout`` seconds of wall clock for all three commands.  ``own_header``:
+    the header is a project file's text, which may declare axioms of its own
+    in the compiled module (see :func:`judge`)."""
     limits = dataclasses.replace(config.limits(), file_size_bytes=AUDIT_FILE_SIZE_BYTES)
     files = {f"{AUDIT_MODULE}.v": audit_source(header, statement, body),
              f"{QUERY_MODULE}.v": query_source(header, statement.name)}
@@ -105,11 +107,16 @@ def audit_proof(config: RocqConfig, header: Sequence[Sentence], statement: State
                             env=config.child_env(), limits=limits, name="rocq-audit")
     except FileNotFoundError as e:
         return AuditOutcome(Status.SYSTEM_ERROR, "audit_unavailable", (str(e),))
-    return judge(results, frozenset(config.allowed_axioms))
+    return judge(results, frozenset(config.allowed_axioms), theorem=statement.name if own_header else None)
 
 
-def judge(results: Sequence[CommandResult], allowed_axioms: frozenset[str]) -> AuditOutcome:
-    """Read the results of :func:`commands` (as far as they ran)."""
+def judge(results: Sequence[CommandResult], allowed_axioms: frozenset[str], *,
+          theorem: str | None = None) -> AuditOutcome:
+    """Read the results of :func:`commands` (as far as they ran).  With
+    ``theorem``, coqchk's findings in the compiled module count only for the
+    theorem itself (an ``Admitted`` one is an axiom): the other declarations
+    are the trusted header's, and whether the theorem relies on any of them
+    is what the ``Print Assumptions`` query answers."""
     names = ("coqc", "coqchk", "the Print Assumptions query")
     for name, result in zip(names, results):
         if result.timed_out:
@@ -127,9 +134,13 @@ def judge(results: Sequence[CommandResult], allowed_axioms: frozenset[str]) -> A
     except CensusError as e:
         return AuditOutcome(Status.INVALID, "audit_coqchk_failed", (str(e), report[-_TAIL_CHARS:]))
     ours = f"{AUDIT_LIBRARY}.{AUDIT_MODULE}."
-    found = [name for name in summary.axioms if name.startswith(ours)]
+
+    def counts(name: str) -> bool:
+        return name == ours + theorem if theorem is not None else name.startswith(ours)
+
+    found = [name for name in summary.axioms if counts(name)]
     # unsafe entries read "<kind>: <qualified name>"
-    found += [entry.rsplit(": ", 1)[-1] for entry in summary.unsafe if entry.rsplit(": ", 1)[-1].startswith(ours)]
+    found += [entry.rsplit(": ", 1)[-1] for entry in summary.unsafe if counts(entry.rsplit(": ", 1)[-1])]
     if found:
         short = sorted({name[len(AUDIT_LIBRARY) + 1:] for name in found})
         return AuditOutcome(Status.INVALID, "audit_axioms:" + ",".join(short),

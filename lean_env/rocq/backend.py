@@ -20,6 +20,16 @@ learns to write.  A proof is valid when all of this holds:
    header can reach is an axiom or unsafe, that answer is known in advance
    and the query is skipped.
 
+A task with a load path (a target traced from a Rocq project,
+:mod:`lean_env.rocq.load_path`) is checked in a coqtop started with those
+``-R``/``-Q`` options, and its header is the project file's text before the
+theorem: trusted text like every header, so any command may appear in it
+(definitions, notations, hints, earlier proofs), where the header of a task
+without one may only load libraries and open scopes.  The axiom census does
+not cover such headers (their own declarations may be axioms): every proof
+under them gets ``Print Assumptions``.  The audit compiles with the same
+load path.
+
 Because we send the trusted statement ourselves and the body may hold
 nothing but tactics and queries, the body cannot swap the statement; the checks after
 ``Qed`` confirm that the named theorem now exists and depends on nothing
@@ -34,6 +44,7 @@ answers ``system_error``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -50,6 +61,8 @@ from lean_env.rocq.checks import (
     RocqTextError,
     Sentence,
     Statement,
+    check_characters,
+    split_sentences,
     validate_header,
     validate_proof,
     validate_statement,
@@ -57,6 +70,7 @@ from lean_env.rocq.checks import (
 )
 from lean_env.rocq.census import AxiomCensus
 from lean_env.rocq.config import CHECKS_VERSION, TOPLEVEL_MODULE, RocqConfig
+from lean_env.rocq.load_path import LoadPath, LoadPathError, load_path_argv, parse_load_path
 from lean_env.rocq.output import Reply, parse_assumptions
 from lean_env.rocq.session import RocqSession, SessionDied, SessionError, SessionGarbled, SessionTimeout
 from lean_env.verdict import ProofTask, Status, Verdict
@@ -158,29 +172,38 @@ class RocqBackend(ProverBackend):
         started = time.monotonic()
         limit = self._timeout(timeout)
         try:
-            header, statement, body = self._validate_task(task)
+            load_path = parse_load_path(getattr(task, "load_path", ()))
+            header, statement, body = self._validate_task(task, load_path)
+        except LoadPathError as e:
+            return self._verdict(_bad_load_path(e), started)
         except RocqTextError as e:
             return self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
-        return self._attempt(lambda session: self._prove(session, header, statement, body, limit), started)
+        return self._attempt(lambda session: self._prove(session, header, statement, body, limit), started,
+                             load_path)
 
-    def _validate_task(self, task: ProofTask) -> tuple[list[Sentence], Statement, list[Sentence]]:
+    def _validate_task(self, task: ProofTask, load_path: LoadPath) -> tuple[list[Sentence], Statement, list[Sentence]]:
         """The task's header, statement and proof split into checked sentences;
         raises :class:`RocqTextError` for text the checks refuse."""
-        header = self._validate_header(getattr(task, "header", None))
+        header = self._validate_header(getattr(task, "header", None), load_path)
         statement = self._validate_statement(getattr(task, "statement", None))
         body = validate_proof(getattr(task, "proof", None), max_chars=self.config.max_proof_chars,
                               max_sentences=self.config.max_sentences, allowed=self._allowed_features)
         return header, statement, body
 
-    def check_statement(self, header: str, statement: str, timeout: Optional[float] = None) -> Verdict:
+    def check_statement(self, header: str, statement: str, timeout: Optional[float] = None, *,
+                        load_path: object = ()) -> Verdict:
+        """``load_path`` as :attr:`ProofTask.load_path`."""
         started = time.monotonic()
         limit = self._timeout(timeout)
         try:
-            sentences = self._validate_header(header)
+            paths = parse_load_path(load_path)
+            sentences = self._validate_header(header, paths)
             parsed = self._validate_statement(statement)
+        except LoadPathError as e:
+            return self._verdict(_bad_load_path(e), started)
         except RocqTextError as e:
             return self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
-        return self._attempt(lambda session: self._elaborate(session, sentences, parsed, limit), started)
+        return self._attempt(lambda session: self._elaborate(session, sentences, parsed, limit), started, paths)
 
     def audit(self, task: ProofTask, timeout: Optional[float] = None) -> Verdict:
         """The second opinion (:mod:`lean_env.rocq.audit`): the whole file
@@ -190,11 +213,16 @@ class RocqBackend(ProverBackend):
         started = time.monotonic()
         limit = self._timeout(timeout)
         try:
-            header, statement, body = self._validate_task(task)
+            load_path = parse_load_path(getattr(task, "load_path", ()))
+            header, statement, body = self._validate_task(task, load_path)
+        except LoadPathError as e:
+            return self._verdict(_bad_load_path(e), started)
         except RocqTextError as e:
             return self._verdict(_Outcome(Status.INVALID, "audit_text_rejected", (f"{e.reason}: {e.detail}",)),
                                  started)
-        found = audit_proof(self.config, header, statement, body, limit)
+        config = dataclasses.replace(self.config, extra_args=(*self.config.extra_args, *load_path_argv(load_path)))
+        # a project header may declare axioms of its own: only the theorem itself may not be one
+        found = audit_proof(config, header, statement, body, limit, own_header=bool(load_path))
         messages = tuple(m[:self.config.max_message_chars] for m in found.messages)
         return self._verdict(_Outcome(found.status, found.reason, messages), started)
 
@@ -263,16 +291,22 @@ class RocqBackend(ProverBackend):
             raise _Stop(Status.INVALID, e.reason, (str(e)[:self.config.max_message_chars],)) from e
 
     # -- tactic-level API -------------------------------------------------
-    def start_proof(self, header: str, statement: str, timeout: Optional[float] = None) -> TacticResult:
+    def start_proof(self, header: str, statement: str, timeout: Optional[float] = None, *,
+                    load_path: object = ()) -> TacticResult:
         """Open ``statement`` under ``header`` for :meth:`run_tactic`; any
         proof opened earlier is abandoned.  Returns ``goals`` with the initial
-        goal, or ``failed`` with the verdict explaining why it cannot open."""
+        goal, or ``failed`` with the verdict explaining why it cannot open.
+        ``load_path`` as :attr:`ProofTask.load_path`."""
         started = time.monotonic()
         limit = self._timeout(timeout)
         self._proof = None
         try:
-            sentences = self._validate_header(header)
+            paths = parse_load_path(load_path)
+            sentences = self._validate_header(header, paths)
             parsed = self._validate_statement(statement)
+        except LoadPathError as e:
+            verdict = self._verdict(_bad_load_path(e), started)
+            return TacticResult("failed", messages=list(verdict.messages), verdict=verdict)
         except RocqTextError as e:
             verdict = self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
             return TacticResult("failed", messages=list(verdict.messages), verdict=verdict)
@@ -286,7 +320,7 @@ class RocqBackend(ProverBackend):
             self._proof = _OpenProof(session=session, statement=parsed, goals=opened.message)
             return _Outcome(Status.VALID, "open")
 
-        verdict = self._attempt(work, started)
+        verdict = self._attempt(work, started, paths)
         if self._proof is None:
             return TacticResult("failed", messages=list(verdict.messages), verdict=verdict)
         return TacticResult("goals", goals=self._proof.goals)
@@ -345,13 +379,13 @@ class RocqBackend(ProverBackend):
         return TacticResult(kind, messages=list(verdict.messages), verdict=verdict)
 
     # -- sessions ---------------------------------------------------------
-    def _attempt(self, work: Callable[[RocqSession], _Outcome], started: float) -> Verdict:
-        """Run ``work`` on a ready session; a session that dies or garbles
-        our own commands is replaced and the work retried once."""
+    def _attempt(self, work: Callable[[RocqSession], _Outcome], started: float, load_path: LoadPath) -> Verdict:
+        """Run ``work`` on a session ready with ``load_path``; a session that
+        dies or garbles our own commands is replaced and the work retried once."""
         error: Optional[SessionError] = None
         for _ in range(2):
             try:
-                outcome = work(self._ready_session())
+                outcome = work(self._ready_session(load_path))
             except _Stop as stop:
                 outcome = stop.outcome
             except SessionTimeout:
@@ -373,7 +407,8 @@ class RocqBackend(ProverBackend):
         header_deadline = time.monotonic() + self.config.header_timeout
         try:
             failed = session.enter(tuple(s.text for s in header), header_deadline)
-            if failed is None and self.census is not None and session.environment is None:
+            # a project's libraries and header are outside the census (see the module docstring)
+            if failed is None and self.census is not None and session.environment is None and not session.load_path:
                 session.environment = self.census.identify(session, header_deadline)
         except SessionTimeout as e:
             raise _Stop(Status.SYSTEM_ERROR, "header_timeout",
@@ -382,24 +417,34 @@ class RocqBackend(ProverBackend):
             raise _Stop(Status.INVALID, "header_error", self._messages(failed))
         return time.monotonic() + timeout
 
-    def _ready_session(self) -> RocqSession:
+    def _ready_session(self, load_path: LoadPath) -> RocqSession:
+        """The session, started with ``load_path`` (a session or spare started
+        with another one is replaced)."""
+        if self._session is not None and self._session.load_path != load_path:
+            self._discard()
+        if self._spare is not None and self._spare.load_path != load_path:
+            self._spare.kill()
+            self._spare = None
         if self._session is None or not self._session.alive:
             self._discard()
             spare, self._spare = self._spare, None
             if spare is not None and not spare.alive:
                 spare.kill()
                 spare = None
-            self._session = spare or self._spawn()
+            self._session = spare or self._spawn(load_path)
             try:
                 self._session.wait_ready(time.monotonic() + self.config.start_timeout)
             except SessionTimeout as e:
                 raise SessionDied(f"coqtop did not start within {self.config.start_timeout} s") from e
         if self.config.spare and self._spare is None:
-            self._spare = self._spawn()
+            self._spare = self._spawn(load_path)
         return self._session
 
-    def _spawn(self) -> RocqSession:
-        return RocqSession(self._argv, env=self._env, limits=self._limits, name="coqtop")
+    def _spawn(self, load_path: LoadPath) -> RocqSession:
+        argv = self.config.argv(load_path_argv(load_path)) if load_path else self._argv
+        session = RocqSession(argv, env=self._env, limits=self._limits, name="coqtop")
+        session.load_path = load_path
+        return session
 
     def _discard(self) -> None:
         if self._session is not None:
@@ -432,8 +477,13 @@ class RocqBackend(ProverBackend):
             self._spare = None
 
     # -- helpers ----------------------------------------------------------
-    def _validate_header(self, header: object) -> list[Sentence]:
-        return validate_header(header, max_chars=self.config.max_header_chars)
+    def _validate_header(self, header: object, load_path: LoadPath) -> list[Sentence]:
+        """A header without a load path may only load libraries and open
+        scopes; a project header (with one) is any trusted Rocq text."""
+        if not load_path:
+            return validate_header(header, max_chars=self.config.max_header_chars)
+        text = check_characters(header, max_chars=self.config.max_project_header_chars, what="header")
+        return split_sentences(text, trusted=True)
 
     def _validate_statement(self, statement: object) -> Statement:
         return validate_statement(statement, max_chars=self.config.max_statement_chars,
@@ -452,3 +502,9 @@ class RocqBackend(ProverBackend):
     def _verdict(self, outcome: _Outcome, started: float) -> Verdict:
         return Verdict(status=outcome.status, reason=outcome.reason, messages=list(outcome.messages),
                        seconds=time.monotonic() - started, worker=self.worker)
+
+
+def _bad_load_path(error: LoadPathError) -> _Outcome:
+    """A task whose load path is malformed or names a missing directory: the
+    data or the machine is at fault, not the proof, so it is no training signal."""
+    return _Outcome(Status.SYSTEM_ERROR, "load_path", (str(error),))

@@ -13,7 +13,7 @@ import resource
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 from lean_env.rocq.known_bugs import FEATURE_NAMES
 from lean_env.sandbox import Limits
@@ -32,7 +32,8 @@ _PASSED_VARIABLES = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "COQLIB
 
 
 _POSITIVE_FIELDS = ("timeout", "header_timeout", "start_timeout", "max_checks", "open_files", "max_output_bytes",
-                    "max_proof_chars", "max_statement_chars", "max_header_chars", "max_sentences",
+                    "max_proof_chars", "max_statement_chars", "max_header_chars", "max_project_header_chars",
+                    "max_sentences",
                     "max_message_chars", "census_timeout")
 
 
@@ -85,6 +86,9 @@ class RocqConfig:
     max_statement_chars: int = 10_000
     #: longest header accepted, in characters
     max_header_chars: int = 10_000
+    #: longest header of a task with a load path (a target traced from a Rocq
+    #: project: its file's text before the theorem), in characters
+    max_project_header_chars: int = 200_000
     #: most sentences accepted in one proof body
     max_sentences: int = 2_000
     #: longest prover message kept in a verdict, in characters
@@ -150,15 +154,17 @@ class RocqConfig:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise RocqConfigError(f"{name} must be a positive number, got {value!r}")
 
-    def argv(self) -> list[str]:
-        """The command line of one coqtop session; :class:`RocqConfigError`
-        when the executable cannot be found."""
+    def argv(self, load_path_args: Sequence[str] = ()) -> list[str]:
+        """The command line of one coqtop session, with a task's load path
+        options (:mod:`lean_env.rocq.load_path`) after ``extra_args``;
+        :class:`RocqConfigError` when the executable cannot be found."""
         exe = shutil.which(self.coqtop)
         if exe is None:
             raise RocqConfigError(f"coqtop not found: {self.coqtop!r} (install Rocq/Coq 8.16, e.g. apt-get install coq)")
         # -native-compiler no: native_compute would compile and load OCaml code;
         # -top last, so that theorems are always Top.<name> whatever extra_args say
-        return [exe, "-emacs", "-q", "-native-compiler", "no", *self.extra_args, "-top", TOPLEVEL_MODULE]
+        return [exe, "-emacs", "-q", "-native-compiler", "no", *self.extra_args, *load_path_args, "-top",
+                TOPLEVEL_MODULE]
 
     def probe_version(self) -> str:
         """Ask ``coqtop -v`` for its version (``8.16.1``)."""
@@ -191,5 +197,5 @@ class RocqConfig:
         """A short hash of every setting that can change a verdict."""
         policy = repr((sorted(self.allowed_axioms), self.extra_args, self.max_proof_chars,
                        self.max_statement_chars, self.max_header_chars, self.max_sentences,
-                       sorted(self.allow_bug_prone_features)))
+                       sorted(self.allow_bug_prone_features), self.max_project_header_chars))
         return hashlib.sha256(policy.encode()).hexdigest()[:12]

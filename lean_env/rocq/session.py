@@ -5,7 +5,9 @@ barrier (see :mod:`lean_env.rocq.output`), and tracks the document state id
 from the prompts.  It loads a header once, remembers the state id after it,
 and returns to that state with ``BackTo`` before every new piece of work, so
 work items never see each other.  Switching to another header goes back to
-the initial state first, which unloads the previous header's libraries.
+the state after the longest prefix of sentences the two headers share (the
+initial state when they share none, which unloads the previous header's
+libraries) and runs the rest of the new one.
 
 Any failure of the process or of the protocol raises a :class:`SessionError`
 and marks the session :attr:`~RocqSession.broken`; the owner must then throw
@@ -68,6 +70,11 @@ class RocqSession:
         self.header: Optional[tuple[str, ...]] = None
         #: state id right after the header
         self.header_state = 0
+        #: the header sentences run from the initial state, in order (those of
+        #: the header loaded, or of the part of one that loaded before a failure)
+        self._run_sentences: list[str] = []
+        #: ``_states_after[k]``: the state id after the first ``k`` of them
+        self._states_after: list[int] = [0]
         #: what the owner's axiom census found about the state right after the
         #: header (``None``: not looked at yet); reset whenever a header is loaded
         self.environment: Optional[Environment] = None
@@ -75,6 +82,8 @@ class RocqSession:
         self.uses = 0
         #: set when a :class:`SessionError` was raised; the session is unusable
         self.broken = False
+        #: the load path coqtop was started with (set by the owner; ``()``: none)
+        self.load_path: tuple = ()
 
     @property
     def pid(self) -> int:
@@ -103,6 +112,7 @@ class RocqSession:
         except ProtocolError as e:
             raise self._fail(SessionGarbled("protocol_violation", str(e)))
         self.initial_state = self.header_state = self.prompt.state
+        self._forget_header()
 
     def run(self, sentence: str, deadline: float) -> Reply:
         """Send one sentence and return coqtop's reply to it."""
@@ -130,25 +140,44 @@ class RocqSession:
                                             f"at state {reply.prompt.state}"))
 
     def enter(self, header: tuple[str, ...], deadline: float) -> Optional[Reply]:
-        """Make the state right after ``header`` current, loading the header
-        if it is not the one loaded.  Returns the failing reply when a header
-        sentence fails (the session is then back at its initial state)."""
+        """Make the state right after ``header`` current.  Only the sentences
+        after the longest prefix it shares with the sentences already run are
+        sent: the headers of the targets of one project file are prefixes of
+        one another, so moving from one to the next runs just the text
+        between them, and moving back is one ``BackTo``.  Returns the failing
+        reply when a header sentence fails (the session is then back at its
+        initial state)."""
         if self.header == header:
             if self.prompt is not None and self.prompt.state != self.header_state:
                 self.back_to(self.header_state, deadline)
             return None
-        if self.prompt is not None and self.prompt.state != self.initial_state:
-            self.back_to(self.initial_state, deadline)
+        shared = 0
+        while shared < min(len(self._run_sentences), len(header)) and \
+                self._run_sentences[shared] == header[shared]:
+            shared += 1
+        del self._run_sentences[shared:]
+        del self._states_after[shared + 1:]
+        if self.prompt is not None and self.prompt.state != self._states_after[-1]:
+            self.back_to(self._states_after[-1], deadline)
         self.header = None
         self.environment = None
-        for sentence in header:
+        for sentence in header[shared:]:
             reply = self.run(sentence, deadline)
             if not reply.ok:
+                self._forget_header()
                 self.back_to(self.initial_state, deadline)
                 return reply
+            assert self.prompt is not None
+            self._run_sentences.append(sentence)
+            self._states_after.append(self.prompt.state)
         assert self.prompt is not None
         self.header, self.header_state = header, self.prompt.state
         return None
+
+    def _forget_header(self) -> None:
+        self.header = None
+        self._run_sentences = []
+        self._states_after = [self.initial_state]
 
     # -- helpers ----------------------------------------------------------
     def _read(self, frame: Callable[[bytes], Optional[int]], deadline: float) -> bytes:

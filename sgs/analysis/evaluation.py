@@ -77,7 +77,7 @@ def sample_and_check(engine: EngineGroup, pool: Any, prompter: Prompter, problem
             return
         owner[sample_id] = problem.id
         pool.submit(ProofTask(id=sample_id, header=problem.header, statement=problem.statement,
-                              proof=extraction.value))
+                              proof=extraction.value, load_path=problem.load_path))
 
     def on_verdict(task: ProofTask, verdict: Verdict) -> None:
         counts[owner.pop(task.id)][verdict.status.value] += 1
@@ -335,7 +335,7 @@ def conjecturer_outputs(engine: EngineGroup, pool: Any, prompter: Prompter, targ
         if extraction.ok:
             parsed.append((target, extraction.value))
             pool.submit_statement(ProofTask(id=f"eval/conjecture/{index}", header=target.header,
-                                            statement=extraction.value, proof=""))
+                                            statement=extraction.value, proof="", load_path=target.load_path))
     elaborated = sum(verdict.valid for _, verdict in pool.results())
     return ConjectureOutputs(samples=len(targets), parsed=parsed, elaborated=elaborated)
 

@@ -98,7 +98,8 @@ def conjecture(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
         if not ELABORATION_CHECK[method.unelaborated_conjectures]:
             return keep(cid, target, completion, statement, None)  # the Solver attempts it as it is
         checking[cid] = (target, completion, statement)
-        ctx.rt.pool.submit_statement(ProofTask(id=cid, header=target.header, statement=statement, proof=""))
+        ctx.rt.pool.submit_statement(ProofTask(id=cid, header=target.header, statement=statement, proof="",
+                                               load_path=target.load_path))
 
     broken: list[Verdict] = []  # elaboration checks the prover could not answer
 

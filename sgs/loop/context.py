@@ -43,6 +43,8 @@ class Problem:
     id: str
     header: str
     statement: str
+    #: the load path of the target (a conjecture inherits its target's)
+    load_path: tuple[tuple[str, str, str], ...] = ()
 
 
 def derived_seed(seed: int, iteration: int, phase: str) -> int:

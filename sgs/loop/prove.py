@@ -104,10 +104,11 @@ def problems(ctx: RunContext, iteration: int) -> list[Problem]:
         keep = set(objectives.expert_iteration_targets([t.id for t in targets], counts,
                                                        method.max_proofs_per_target))
         targets = [t for t in targets if t.id in keep]
-    found = [Problem("target", t.id, t.header, t.statement) for t in targets]
+    found = [Problem("target", t.id, t.header, t.statement, t.load_path) for t in targets]
     for c in ctx.store.conjectures(iteration):
         if c.statement is not None:
-            found.append(Problem("conjecture", c.id, ctx.store.target(c.target_id).header, c.statement))
+            target = ctx.store.target(c.target_id)
+            found.append(Problem("conjecture", c.id, target.header, c.statement, target.load_path))
     return found
 
 
@@ -142,7 +143,7 @@ def prove(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
             return keep(aid, problem, completion, None, extraction.failure.value, None, reward)
         checking[aid] = (problem, completion, extraction.value)
         ctx.rt.pool.submit(ProofTask(id=aid, header=problem.header, statement=problem.statement,
-                                     proof=extraction.value))
+                                     proof=extraction.value, load_path=problem.load_path))
 
     def on_verdict(task: ProofTask, verdict: Verdict) -> None:
         problem, completion, proof = checking.pop(task.id)

@@ -373,7 +373,8 @@ def check_prover(pool: VerifierPool, target: Target) -> None:
     hours into a paper-sized run (on an H100 on 2026-11-26, 84% of a run's checks were
     system errors).  A statement the prover refuses is the target's problem, not the
     prover's: the run goes on."""
-    pool.submit_statement(ProofTask(id=PROVER_CHECK_ID, header=target.header, statement=target.statement, proof=""))
+    pool.submit_statement(ProofTask(id=PROVER_CHECK_ID, header=target.header, statement=target.statement, proof="",
+                                    load_path=target.load_path))
     verdicts = {task.id: verdict for task, verdict in pool.results()}
     verdict = verdicts[PROVER_CHECK_ID]
     if verdict.status == Status.SYSTEM_ERROR:

@@ -45,7 +45,9 @@ from typing import Any
 import huggingface_hub
 
 from lean_env.lean.checks import check_text, check_trusted_statement
-from lean_env.rocq.checks import RocqTextError, validate_header, validate_statement
+from lean_env.rocq.checks import RocqTextError, check_characters, split_sentences, validate_header, validate_statement
+from lean_env.rocq.config import RocqConfig
+from lean_env.rocq.load_path import LoadPathError, parse_load_path
 from sgs.config.benchmark_names import (
     HUB_BENCHMARKS, JSONL_PREFIX, NAMED_BENCHMARKS, ROCQ_HELD_OUT, HubBenchmark, benchmark_problems, resolve_name)
 from sgs.config import PROOF_LANGUAGES, ROCQ_TARGETS, TargetsConfig, resolve_source_path
@@ -206,13 +208,19 @@ def to_problem(record: Any, where: str, language: str) -> Target:
     if not isinstance(header, str):
         raise BenchmarkError(f"{where}: 'header' must be a string, got {header!r}")
 
-    text = problem_text(statement, header, language)
+    load_path: tuple[tuple[str, str, str], ...] = ()
+    if language == "rocq" and record.get("load_path") is not None:
+        try:
+            load_path = tuple((e.flag, e.directory, e.name) for e in parse_load_path(record["load_path"]))
+        except LoadPathError as error:
+            raise BenchmarkError(f"{where}: {error}") from None
+    text = problem_text(statement, header, language, project_header=bool(load_path))
     if text.other_language is not None:
         raise BenchmarkError(f"{where}: problem {problem_id!r} is a {text.other_language} statement, "
                              f"but prover.language={language!r}")
     if text.problem is not None:
         raise BenchmarkError(f"{where}: problem {problem_id!r} is not a {language} problem: {text.problem}")
-    return Target(id=problem_id, header=header, statement=text.statement)
+    return Target(id=problem_id, header=header, statement=text.statement, load_path=load_path)
 
 
 @dataclass(frozen=True)
@@ -227,12 +235,14 @@ class ProblemText:
     """The other proof language, when the refused text passes its checks (the two were mixed up)."""
 
 
-def problem_text(statement: str, header: str, language: str) -> ProblemText:
+def problem_text(statement: str, header: str, language: str, *, project_header: bool = False) -> ProblemText:
     """``statement`` and ``header`` through the verifier's own text checks for ``language``
-    (:mod:`lean_env.lean.checks`, :mod:`lean_env.rocq.checks`), before any prover runs."""
+    (:mod:`lean_env.lean.checks`, :mod:`lean_env.rocq.checks`), before any prover runs.
+    ``project_header``: a Rocq problem with a load path, whose header is a project
+    file's text (any sentences, as the verifier takes it)."""
     if language == "lean":
         statement = lean_statement(statement)
-    problem = _text_problem(statement, header, language)
+    problem = _text_problem(statement, header, language, project_header)
     if problem is None:
         return ProblemText(statement, None, None)
     other = next(lang for lang in PROOF_LANGUAGES if lang != language)
@@ -256,7 +266,7 @@ def _first_field(record: dict, names: tuple[str, ...], where: str) -> Any:
     raise BenchmarkError(f"{where}: missing field {' or '.join(map(repr, names))}")
 
 
-def _text_problem(statement: str, header: str, language: str) -> str | None:
+def _text_problem(statement: str, header: str, language: str, project_header: bool = False) -> str | None:
     """Why the verifier's text checks for ``language`` refuse ``statement`` or
     ``header`` (``<reason>: <details>``), or None when they pass."""
     if language == "lean":
@@ -264,7 +274,11 @@ def _text_problem(statement: str, header: str, language: str) -> str | None:
         return None if rejection is None else f"{rejection.reason}: {'; '.join(rejection.messages)}"
     try:
         validate_statement(statement)
-        validate_header(header)
+        if project_header:
+            split_sentences(check_characters(header, max_chars=RocqConfig.max_project_header_chars, what="header"),
+                            trusted=True)
+        else:
+            validate_header(header)
     except RocqTextError as error:
         return str(error)
     return None

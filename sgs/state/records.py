@@ -96,18 +96,29 @@ class Target:
     """The trusted statement, up to and including ``:= by`` (Lean) or ``Theorem ... .`` (Rocq)."""
     held_out: bool = False
     """Never trained on and never counted in the cumulative solve rate (an evaluation split)."""
+    load_path: tuple[tuple[str, str, str], ...] = ()
+    """Rocq targets traced from a project: the ``(flag, directory, name)`` load
+    path options its header needs (:attr:`lean_env.verdict.ProofTask.load_path`)."""
 
     def to_json(self) -> dict:
-        return {"id": self.id, "header": self.header, "statement": self.statement, "held_out": self.held_out}
+        d = {"id": self.id, "header": self.header, "statement": self.statement, "held_out": self.held_out}
+        if self.load_path:  # written only when there is one, as run directories before it have none
+            d["load_path"] = [list(entry) for entry in self.load_path]
+        return d
 
     @classmethod
     def from_json(cls, d: Any) -> "Target":
-        check_fields(d, cls)
+        check_fields({"load_path": [], **d} if isinstance(d, dict) else d, cls)
+        load_path = d.get("load_path", [])
+        if not isinstance(load_path, list) or not all(
+                isinstance(e, list) and len(e) == 3 and all(isinstance(x, str) for x in e) for e in load_path):
+            raise RecordError("field 'load_path': expected a list of [flag, directory, name] strings")
         return cls(
             id=typed_field(d, "id", str),
             header=typed_field(d, "header", str),
             statement=typed_field(d, "statement", str),
             held_out=typed_field(d, "held_out", bool),
+            load_path=tuple(tuple(e) for e in load_path),
         )
 
 

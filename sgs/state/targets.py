@@ -4,7 +4,12 @@ Two file formats, told apart by the prover language:
 
 * Rocq (``sgs/data/rocq_targets.jsonl``): JSONL records with ``id``,
   ``header``, ``statement`` (``Theorem name : ... .``) and ``held_out``; other
-  keys (reference ``proof``, ``difficulty``, ``topic``) are ignored.
+  keys (reference ``proof``, ``difficulty``, ``topic``) are ignored.  Targets
+  traced from a Rocq project (``tools/trace_rocq_targets.py``) add
+  ``load_path`` (checked as hostile input: :mod:`lean_env.rocq.load_path`)
+  and ``project`` (the build directory and the digest of its sources): the
+  directory must still hold the version of the project the targets were
+  traced from, or the file is refused (:func:`check_project`).
 * Lean: records with ``id``, ``header`` and ``theorem`` (the statement up to
   ``:= by``), as a JSON list, as JSONL, as Parquet, or as the D3k file's
   ``{"target_statements": {id: record}}`` mapping; ``tools/trace_targets.py``
@@ -41,7 +46,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sgs.config import HUB_SCHEME, TargetsConfig, resolve_source_path
+from lean_env.rocq.load_path import LoadPathError, parse_load_path
 from sgs.state.leandojo import Skipped, convert_benchmark, is_benchmark_entry, reason_counts
+from sgs.state.rocq_project import source_digest
 from sgs.state.records import Target
 
 class TargetError(ValueError):
@@ -82,6 +89,9 @@ def read_targets(config: TargetsConfig, language: str) -> TargetSet:
     else:
         kind = "targets"
         targets = [_to_target(row, language, f"{config.source} record {index}") for index, row in enumerate(rows)]
+        for project in {json.dumps(row["project"], sort_keys=True) for row in rows
+                        if isinstance(row, dict) and "project" in row}:
+            check_project(json.loads(project), config.source)
     if config.limit is not None:
         targets = targets[: config.limit]
     if not targets:
@@ -94,6 +104,7 @@ def read_targets(config: TargetsConfig, language: str) -> TargetSet:
             header=t.header,
             statement=t.statement,
             held_out=t.held_out or t.id in held_ids or held_out_by_hash(t.id, config.held_out_fraction),
+            load_path=t.load_path,
         )
         for t in targets
     ]
@@ -220,7 +231,31 @@ def _to_target(row: dict, language: str, where: str) -> Target:
     held_out = row.get("held_out", False)
     if not isinstance(held_out, bool):
         raise TargetError(f"{where}: field 'held_out' must be a boolean, got {held_out!r}")
-    return Target(id=row["id"], header=row["header"], statement=statement, held_out=held_out)
+    load_path: tuple[tuple[str, str, str], ...] = ()
+    if "load_path" in row:
+        if language != "rocq":
+            raise TargetError(f"{where}: a load path is a Rocq notion, but the prover checks {language}")
+        try:
+            load_path = tuple((e.flag, e.directory, e.name) for e in parse_load_path(row["load_path"]))
+        except LoadPathError as error:
+            raise TargetError(f"{where}: {error}") from None
+    return Target(id=row["id"], header=row["header"], statement=statement, held_out=held_out, load_path=load_path)
+
+
+def check_project(project: Any, source: str) -> None:
+    """The ``project`` record of traced Rocq targets: its build directory must
+    exist and hold the sources it was traced from (same digest); otherwise
+    the headers may no longer match the compiled libraries."""
+    if not (isinstance(project, dict) and isinstance(project.get("dir"), str)
+            and isinstance(project.get("digest"), str)):
+        raise TargetError(f"{source}: field 'project' must be {{'dir': ..., 'digest': ...}}, got {project!r:.200}")
+    directory = Path(project["dir"])
+    if not directory.is_dir():
+        raise TargetError(f"{source}: the project build directory {directory} does not exist; trace the project "
+                          f"again (tools/trace_rocq_targets.py)")
+    if source_digest(directory) != project["digest"]:
+        raise TargetError(f"{source} was traced from another version of the project in {directory} (its sources "
+                          f"changed since); trace the project again (tools/trace_rocq_targets.py)")
 
 
 def _strip_placeholder(statement: str) -> str:

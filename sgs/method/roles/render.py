@@ -26,6 +26,15 @@ from sgs.method.roles.language import Language
 #: The packaged template directories, one per language.
 TEMPLATE_ROOT = Path(__file__).parent / "templates"
 
+#: The most header characters a Solver prompt shows.  A target traced from a
+#: Rocq project has its file's whole text before the theorem for header (tens
+#: of kilobytes); the prompt keeps its end, the definitions and lemmas nearest
+#: the theorem, so that it fits the model's context.  Shorter headers (every
+#: shipped target's) are shown whole.
+MAX_PROMPT_HEADER_CHARS = 1_000
+#: what stands for the part of a long header left out
+HEADER_OMITTED = "(* ... the file's earlier text, in scope but not shown ... *)"
+
 #: The template files every directory must provide.
 PROMPT_NAMES = ("solver", "conjecturer", "conjecturer_unconditioned", "guide")
 
@@ -63,8 +72,9 @@ class PromptSet:
         self._templates = {name: environment.get_template(f"{name}.j2") for name in PROMPT_NAMES}
 
     def solver(self, header: str, statement: str) -> str:
-        """Ask for a proof of ``statement`` under ``header`` (imports, opens)."""
-        return self._templates["solver"].render(header=header.strip(), statement=statement)
+        """Ask for a proof of ``statement`` under ``header`` (imports, opens;
+        only its end when it is long, see :data:`MAX_PROMPT_HEADER_CHARS`)."""
+        return self._templates["solver"].render(header=prompt_header(header), statement=statement)
 
     def conjecturer(self, target: str) -> str:
         """Ask for a simpler lemma that helps prove the unsolved ``target``
@@ -79,3 +89,14 @@ class PromptSet:
         """Ask for the three sub-scores of ``conjecture`` as a stepping stone
         towards ``target``."""
         return self._templates["guide"].render(target=target, conjecture=conjecture)
+
+
+def prompt_header(header: str) -> str:
+    """``header`` trimmed, or, when longer than :data:`MAX_PROMPT_HEADER_CHARS`,
+    :data:`HEADER_OMITTED` and its last lines that fit."""
+    text = header.strip()
+    if len(text) <= MAX_PROMPT_HEADER_CHARS:
+        return text
+    tail = text[-MAX_PROMPT_HEADER_CHARS:]
+    tail = tail[tail.find("\n") + 1:] if "\n" in tail else tail   # whole lines only
+    return f"{HEADER_OMITTED}\n{tail}"

@@ -1,0 +1,206 @@
+"""Targets from a built Rocq project: one per theorem that can be checked in
+its own file's context (``tools/trace_rocq_targets.py`` is the command).
+
+For every declaration :mod:`sgs.state.rocq_declarations` finds in a project
+file, the target is:
+
+* ``id``: the logical path of the file and the name (``SearchTrees.Adding.insert_search``);
+* ``header``: the file's text before the declaration, so every definition,
+  notation, hint, ``Require`` and option of the file before it is in scope,
+  as it was for the author; never the declaration or anything after it;
+* ``statement``: the declaration's sentence, as written;
+* ``proof``: the human proof (for reference and warm starts; the targets
+  reader never passes it on, so the Solver never sees it);
+* ``load_path``: the project's ``-R``/``-Q`` items, bound to the build
+  directory (absolute), so that the header's ``Require``s load the project's
+  compiled files;
+* ``project``: the build directory and the digest of its sources
+  (:func:`sgs.state.rocq_project.source_digest`), checked when the file is read;
+* ``source``: the project folder, the file (relative) and the line;
+* ``held_out``: whether its file is in the held-out files (:func:`held_out_files`).
+
+The verifier must be able to call the human proof valid, or the target would
+teach nothing true, so a declaration is also skipped, with its reason, when
+the verifier's text checks refuse its statement or its proof (``statement
+refused: <reason>``, ``proof refused: <reason>``; e.g. a proof by ``fix``),
+its header is longer than the verifier accepts, or its proof depends on an
+axiom (``needs axioms``: ``Print Assumptions`` of the compiled theorem, in a
+coqtop with the project loaded, lists one; an ``Admitted`` lemma it uses
+counts as one), since by default a valid proof may use none.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from lean_env.rocq.checks import RocqTextError, validate_proof, validate_statement
+from lean_env.rocq.config import RocqConfig
+from lean_env.rocq.load_path import LoadPathEntry, load_path_argv, to_json
+from lean_env.rocq.output import parse_assumptions
+from lean_env.rocq.session import RocqSession
+from sgs.state.rocq_declarations import Declaration, SkippedDeclaration, find_declarations
+from sgs.state.rocq_project import Project, ProjectError, source_digest
+
+#: seconds allowed to load the project's libraries and answer each query
+QUERY_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A declaration of one file on its way to becoming a target."""
+
+    file: str
+    module: str
+    declaration: Declaration
+
+    @property
+    def id(self) -> str:
+        return f"{self.module}.{self.declaration.name}"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A declaration that did not become a target."""
+
+    id: str
+    file: str
+    line: int
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "file": self.file, "line": self.line, "reason": self.reason}
+
+
+@dataclass
+class Trace:
+    """What tracing a project produced."""
+
+    targets: list[dict]
+    skipped: list[Skipped]
+
+    def reason_counts(self) -> Counter:
+        return Counter(s.reason.split(":")[0] for s in self.skipped)
+
+
+def build_load_path(project: Project, build_dir: Path) -> tuple[LoadPathEntry, ...]:
+    """The project's ``-R``/``-Q`` items bound to the (absolute) build directory."""
+    return tuple(LoadPathEntry(item.flag, str((build_dir / item.directory).resolve()), item.name)
+                 for item in project.load_path)
+
+
+def trace(project: Project, build_dir: Path, *, held_out_fraction: float = 0.0, seed: int = 0,
+          config: RocqConfig | None = None) -> Trace:
+    """The targets of a project already built in ``build_dir``."""
+    config = config or RocqConfig()
+    load_path = build_load_path(project, build_dir)
+    candidates: list[Candidate] = []
+    skipped: list[Skipped] = []
+    for source in project.sources:
+        module = project.logical_module(source)
+        try:
+            found, not_found = find_declarations((build_dir / source).read_text(encoding="utf-8"))
+        except (RocqTextError, UnicodeDecodeError) as error:
+            raise ProjectError(f"{project.root / source} cannot be split into sentences: {error}") from None
+        skipped += [_skip(module, source, s.name, s.line, s.reason) for s in not_found]
+        for declaration in found:
+            candidate = Candidate(source, module, declaration)
+            reason = _refused_by_checks(candidate, config)
+            if reason is None:
+                candidates.append(candidate)
+            else:
+                skipped.append(_skip(module, source, declaration.name, declaration.line, reason))
+    needs_axioms = axioms_needed(candidates, load_path, config)
+    kept = []
+    for candidate in candidates:
+        axioms = needs_axioms.get(candidate.id)
+        if axioms:
+            skipped.append(_skip(candidate.module, candidate.file, candidate.declaration.name,
+                                 candidate.declaration.line, "needs axioms: " + ", ".join(axioms)))
+        else:
+            kept.append(candidate)
+    held_out = held_out_files(sorted({c.file for c in kept}), held_out_fraction, seed)
+    project_record = {"dir": str(build_dir.resolve()), "digest": source_digest(build_dir)}
+    targets = [_target(c, build_dir, project, load_path, project_record, c.file in held_out) for c in kept]
+    return Trace(targets, skipped)
+
+
+def _skip(module: str, file: str, name: str, line: int, reason: str) -> Skipped:
+    return Skipped(f"{module}.{name}", file, line, reason)
+
+
+def _refused_by_checks(candidate: Candidate, config: RocqConfig) -> str | None:
+    """Why the verifier would refuse this target's own proof before running
+    it (its text checks, its header length), or None."""
+    declaration = candidate.declaration
+    if declaration.start > config.max_project_header_chars:
+        return f"header too long: {declaration.start} characters (at most {config.max_project_header_chars})"
+    allowed = frozenset(config.allow_bug_prone_features)
+    try:
+        validate_statement(declaration.statement, max_chars=config.max_statement_chars, allowed=allowed)
+    except RocqTextError as error:
+        return f"statement refused: {error.reason}"
+    try:
+        validate_proof(declaration.proof, max_chars=config.max_proof_chars, max_sentences=config.max_sentences,
+                       allowed=allowed)
+    except RocqTextError as error:
+        return f"proof refused: {error.reason}"
+    return None
+
+
+def axioms_needed(candidates: Iterable[Candidate], load_path: tuple[LoadPathEntry, ...],
+                  config: RocqConfig) -> dict[str, tuple[str, ...]]:
+    """For each candidate whose compiled theorem depends on something not
+    allowed (``Print Assumptions`` in one coqtop with the project loaded),
+    what it depends on."""
+    candidates = list(candidates)
+    if not candidates:
+        return {}
+    session = RocqSession(config.argv(load_path_argv(load_path)), env=config.child_env(), limits=config.limits(), name="coqtop")
+    allowed = frozenset(config.allowed_axioms)
+    needed: dict[str, tuple[str, ...]] = {}
+    try:
+        session.wait_ready(time.monotonic() + config.start_timeout)
+        for module in dict.fromkeys(c.module for c in candidates):
+            reply = session.run(f"Require {module}.", time.monotonic() + QUERY_TIMEOUT_S)
+            if not reply.ok:
+                raise ProjectError(f"the compiled {module} does not load: {reply.message[:300]}")
+        for candidate in candidates:
+            reply = session.run(f"Print Assumptions {candidate.id}.", time.monotonic() + QUERY_TIMEOUT_S)
+            assumptions = parse_assumptions(reply.output) if reply.ok else None
+            if assumptions is None or not assumptions.acceptable(allowed):
+                found = (*assumptions.axioms, *assumptions.other) if assumptions else ("(query failed)",)
+                needed[candidate.id] = tuple(a for a in found if a not in allowed)
+    finally:
+        session.kill()
+    return needed
+
+
+def held_out_files(files: list[str], fraction: float, seed: int) -> set[str]:
+    """The files whose targets are held out: ``fraction`` of them (at least
+    one when the fraction is positive and there are two files or more),
+    drawn with ``seed``, so that evaluation is on files never trained on."""
+    if fraction <= 0 or len(files) < 2:
+        return set()
+    count = min(len(files) - 1, max(1, round(fraction * len(files))))
+    return set(random.Random(seed).sample(sorted(files), count))
+
+
+def _target(candidate: Candidate, build_dir: Path, project: Project, load_path: tuple[LoadPathEntry, ...],
+            project_record: dict, held_out: bool) -> dict:
+    declaration = candidate.declaration
+    text = (build_dir / candidate.file).read_text(encoding="utf-8")
+    return {
+        "id": candidate.id,
+        "header": text[:declaration.start],
+        "statement": declaration.statement,
+        "proof": declaration.proof,
+        "held_out": held_out,
+        "load_path": to_json(load_path),
+        "project": project_record,
+        "source": {"project": str(project.root), "file": candidate.file, "line": declaration.line},
+    }
