@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-import huggingface_hub
+import huggingface_hub.constants  # a submodule: not loaded by the package import alone
 import pytest
 
 from sgs.config import D3K_TARGETS, TargetsConfig, requirements_problems
