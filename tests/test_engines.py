@@ -15,7 +15,7 @@ from transformers import GenerationConfig, LlamaForCausalLM
 from sgs import config as C
 from sgs.machinery.engines import EngineGroup, SamplingSettings, build_engine, shares_gpu
 from sgs.machinery.engines.base import completion_limit
-from sgs.machinery.engines.hf import TransformersEngine, draw
+from sgs.machinery.engines.hf import TransformersEngine
 from sgs.machinery.runtime import conjecturer_settings, solver_settings
 from tests.test_config import compose_cfg
 
@@ -68,18 +68,6 @@ def test_sampling_settings_reject_bad_values(bad, field):
 # --------------------------------------------------------------------------
 # The transformers engine, in process
 # --------------------------------------------------------------------------
-
-
-def test_draw_follows_the_weights_and_never_draws_a_zero_weight():
-    weights = torch.tensor([[0.0, 1.0, 0.0, 3.0, 0.0], [2.0, 0.0, 0.0, 0.0, 2.0]])
-    generator = torch.Generator().manual_seed(0)
-    draws = torch.stack([draw(weights, generator) for _ in range(4000)])
-    counts = [torch.bincount(draws[:, row], minlength=5).tolist() for row in range(2)]
-    assert counts[0][0] == counts[0][2] == counts[0][4] == 0 and counts[1][1:4] == [0, 0, 0]
-    # expected 1000 / 3000 and 2000 / 2000; a binomial sd is about 27-32
-    assert abs(counts[0][1] - 1000) < 150 and abs(counts[1][0] - 2000) < 150
-    # a row with one positive weight, surrounded by zeros, always draws it
-    assert draw(torch.tensor([[0.0, 0.0, 5.0, 0.0]]), torch.Generator().manual_seed(1)).item() == 2
 
 
 def test_n_samples_per_prompt_with_consistent_fields(engine):
