@@ -286,7 +286,8 @@ def test_a_disagreement_withholds_the_reward_and_is_logged(ray_session, require_
     assert pool.stats.as_dict()["rejected/audit_disagreement"] == 2
     [line] = log_path.read_text().splitlines()
     record = json.loads(line)
-    assert record["task"] == {"id": "t950", "header": task.header, "statement": task.statement, "proof": task.proof}
+    assert record["task"] == {"id": "t950", "header": task.header, "statement": task.statement, "proof": task.proof,
+                              "load_path": []}
     assert record["first"]["status"] == "valid" and record["audit"]["reason"] == "audit_test_double_disagrees"
     assert record["time"].endswith("+00:00")
 

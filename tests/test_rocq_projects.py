@@ -113,7 +113,7 @@ def test_search_trees_is_traced_with_its_counts(search_trees):
     assert insert["statement"].startswith("Lemma insert_l") and insert["proof"].startswith("Proof.")
     assert insert["load_path"] == [["-R", str(build), "SearchTrees"]]
     assert insert["project"]["dir"] == str(build) and len(insert["project"]["digest"]) == 64
-    assert insert["source"] == {"project": str(PROJECTS / "search-trees"), "file": "Adding.v",
+    assert insert["source"] == {"project": str((PROJECTS / "search-trees").resolve()), "file": "Adding.v",
                                 "line": insert["source"]["line"]}
     for target in targets:
         text = (PROJECTS / "search-trees" / target["source"]["file"]).read_text(encoding="utf-8")

@@ -55,7 +55,6 @@ from sgs.analysis.report.page import markdown_table
 from sgs.analysis.report.runs import ReportError, RunData, find_run_dirs, read_run
 from sgs.analysis.report.series import Followup, followup
 from sgs.analysis.scaling import DEFAULT_MIN_GENERATIONS, FitReport
-from sgs.loop.phases import PHASES
 
 #: The RL baseline's experiment name: the default baseline when the sweep has it.
 RL_BASELINE = "reinforce_half_solver_only"
@@ -77,13 +76,11 @@ def baseline_followup(method_run: Followup, baseline: RunData) -> tuple[int, int
 
 
 def iteration_seconds(run: RunData) -> list[float]:
-    """The wall time of each iteration whose every phase this run's sessions timed."""
-    timed = []
-    for line in run.metrics:
-        phases = [value for key, value in line.items() if key.startswith("phase_seconds/")]
-        if len(phases) == len(PHASES):
-            timed.append(float(sum(phases)))
-    return timed
+    """The wall time of each iteration whose every phase this run's sessions timed (an
+    iteration resumed mid-way lacks the phases finished before the resume)."""
+    phases = [[value for key, value in line.items() if key.startswith("phase_seconds/")] for line in run.metrics]
+    every = max((len(p) for p in phases), default=0)
+    return [float(sum(p)) for p in phases if p and len(p) == every]
 
 
 def run_curve(run: RunData) -> RunCurve | None:
