@@ -13,12 +13,14 @@ import contextlib
 import math
 import os
 import signal
+import time
 from dataclasses import replace
 
 import pytest
 import ray
 
 from sgs.machinery.engines import EngineFailure, EngineGroup, SamplingSettings
+from sgs.machinery.engines.actor import CONTROL_GROUP
 from sgs.machinery.engines.hf import TransformersEngine
 from sgs.machinery.streaming import CHUNKS_PER_ENGINE, Request, stream, submit
 
@@ -134,6 +136,33 @@ def test_a_long_generate_with_a_live_heartbeat_is_not_killed(ray_session, checkp
         assert [len(samples) for samples in results] == [4] * len(prompts)
         assert (group.stats.actor_restarts, group.stats.hung_actors) == (0, 0)
         assert process_id(group, 0) == before
+
+
+@ray.remote(num_cpus=0, concurrency_groups={CONTROL_GROUP: 1})
+class LateHeartbeatActor:
+    """Test double of EngineActor: its model takes ``load_s`` to load, and its
+    heartbeat thread answers ``lag_s`` after its first call does.  A loaded CI
+    machine produced this order with real vLLM engines."""
+
+    def __init__(self, load_s: float, lag_s: float) -> None:
+        time.sleep(load_s)
+        self._lag_s = lag_s
+
+    def policy_version(self) -> int:
+        return 0
+
+    @ray.method(concurrency_group=CONTROL_GROUP)
+    def heartbeat(self) -> None:
+        time.sleep(self._lag_s)
+
+
+def test_a_restarted_actor_is_not_charged_its_load_time_as_a_missed_heartbeat(ray_session, checkpoint):
+    # The pings sent while the new actors load are answered only after the
+    # actors' first answers, by then 2 s old against a 1 s heartbeat limit.
+    with engine_group(checkpoint, num_engines=2, heartbeat_interval_s=0.2, heartbeat_timeout_s=1.0) as group:
+        group._start_actor = lambda index: LateHeartbeatActor.remote(load_s=2.0, lag_s=0.3)
+        group.rebuild(checkpoint, policy_version=0)
+        assert (group.stats.actor_restarts, group.stats.hung_actors) == (2, 0)
 
 
 def test_an_engine_error_is_raised_not_mistaken_for_a_lost_actor(ray_session, checkpoint):

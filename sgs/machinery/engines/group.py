@@ -112,6 +112,14 @@ class _Engine:
     last_answer: float = -math.inf
     """``time.monotonic()`` of the last heartbeat answer (pings are spaced from it)."""
 
+    def mark_answered(self) -> None:
+        """Note that the actor answered a call.  A ping sent before its first
+        answer waited behind the model load, which ``load_timeout_s`` bounds;
+        from now on it is held to the heartbeat limit, counted from now."""
+        if not self.answered and self.ping is not None:
+            self.ping_sent = time.monotonic()
+        self.answered = True
+
 
 class EngineGroup:
     """The engine actors of one role, driven from the driver."""
@@ -237,7 +245,7 @@ class EngineGroup:
             raise
         self._loaded = []
         for engine in self._engines:
-            engine.answered = True
+            engine.mark_answered()
 
     @property
     def actors(self) -> list[ray.actor.ActorHandle]:
@@ -442,7 +450,7 @@ class EngineGroup:
                 index = calls.pop(ref)
                 try:
                     answers[index] = ray.get(ref)
-                    self._engines[index].answered = True
+                    self._engines[index].mark_answered()
                 except RayActorError as error:
                     lost.setdefault(index, first_line(error))
                 except Exception as error:  # the engine raised (a bad checkpoint, ...): the caller's error
@@ -473,7 +481,7 @@ class EngineGroup:
         except Exception as error:  # the engine itself raised (a bad prompt, ...): the caller's error
             errors.append(error)
         del self._chunks[chunk.key]
-        self._engines[chunk.engine].answered = True
+        self._engines[chunk.engine].mark_answered()
 
     def _heard(self, index: int, lost: dict[int, str]) -> None:
         """Actor ``index`` answered its heartbeat, or its death is now known."""
@@ -484,7 +492,7 @@ class EngineGroup:
         except RayActorError as error:
             lost.setdefault(index, first_line(error))
             return
-        engine.answered = True
+        engine.mark_answered()
         engine.last_answer = time.monotonic()
 
     def _replace(self, index: int, cause: str) -> list[EngineFailure]:
