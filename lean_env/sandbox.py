@@ -79,7 +79,9 @@ def network_isolation_prefix() -> tuple[str, ...]:
     return prefix if ok else ()
 
 
-def _apply_limits(limits: Limits) -> Callable[[], None]:
+def apply_limits(limits: Limits) -> Callable[[], None]:
+    """A ``preexec_fn`` that puts ``limits`` on the child process."""
+
     def preexec() -> None:  # runs in the child between fork and exec
         if limits.address_space_bytes is not None:
             resource.setrlimit(resource.RLIMIT_AS, (limits.address_space_bytes,) * 2)
@@ -136,7 +138,7 @@ class SandboxedProcess:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                 start_new_session=True,
-                preexec_fn=_apply_limits(limits),
+                preexec_fn=apply_limits(limits),
                 bufsize=0,
             )
         except BaseException:
@@ -362,7 +364,7 @@ def _run_one(argv: list[str], prefix: tuple[str, ...], cwd: str, env: Optional[d
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen([*prefix, *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=err, start_new_session=True, preexec_fn=_apply_limits(limits))
+                                stderr=err, start_new_session=True, preexec_fn=apply_limits(limits))
         try:
             returncode: Optional[int] = proc.wait(timeout=max(deadline - started, 0.0))
         except subprocess.TimeoutExpired:

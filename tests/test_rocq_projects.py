@@ -143,6 +143,37 @@ def test_a_sample_round_trips(search_trees):
     assert audited.status is Status.VALID, audited
 
 
+def test_the_axiom_census_covers_project_headers(search_trees, tmp_path):
+    """A project header's own declarations are compiled and re-checked by
+    the census, so proofs under a clean one skip Print Assumptions; an axiom
+    of the header's own is found, and proofs under it keep the query.  The
+    libraries' census is taken once for both headers."""
+    _, out, _ = search_trees
+    [row] = [t for t in rows(out) if t["id"] == "SearchTrees.Adding.insert_l"]
+    with_axiom = dict(row, header=row["header"] + "\nAxiom cheat : False.\n", statement="Lemma uses_cheat : False.")
+    config = RocqConfig(spare=False, census_cache_dir=str(tmp_path), census_audit_fraction=0.0)
+    with RocqBackend(config) as backend:
+        assert backend.check_proof(task(row, row["proof"]), 120).valid
+        assert backend.census.wait(900)
+        environment = backend._session.environment
+        assert environment.header and environment.load_path == ("-R", row["load_path"][0][1], "SearchTrees")
+        assert backend.census.result(environment).clean
+        before = backend.assumption_checks
+        assert backend.check_proof(task(row, row["proof"].replace("Proof.", "Proof.\nidtac.", 1)), 120).valid
+        assert backend.assumption_checks == before
+
+        assert backend.check_proof(task(with_axiom, "Proof. exact cheat. Qed."), 120).reason == "axioms"
+        assert backend.census.wait(900)
+        census = backend.census.result(backend._session.environment)
+        assert census.axioms == ("SgsCensus.Header.cheat",) and census.unsafe == ()
+        assert backend._session.environment.library_key == environment.library_key
+        assert backend.census.coqchk_runs == 3   # the libraries once, each header once
+        before = backend.assumption_checks
+        clean_proof = task(dict(with_axiom, statement="Lemma t : True."), "Proof. exact I. Qed.")
+        assert backend.check_proof(clean_proof, 120).valid and backend.assumption_checks == before + 1
+        assert backend.check_proof(task(with_axiom, "Proof.\nexact cheat.\nQed."), 120).reason == "axioms"
+
+
 def test_python_m_sgs_refuses_targets_of_another_project_version(tmp_path, require_rocq):
     project = tmp_path / "project"
     project.mkdir()

@@ -25,10 +25,11 @@ A task with a load path (a target traced from a Rocq project,
 ``-R``/``-Q`` options, and its header is the project file's text before the
 theorem: trusted text like every header, so any command may appear in it
 (definitions, notations, hints, earlier proofs), where the header of a task
-without one may only load libraries and open scopes.  The axiom census does
-not cover such headers (their own declarations may be axioms): every proof
-under them gets ``Print Assumptions``.  The audit compiles with the same
-load path.
+without one may only load libraries and open scopes.  The axiom census
+covers such headers too: it compiles the header's own declarations and
+re-checks them with coqchk, and while a header has axioms of its own (or its
+census is not known yet) every proof under it gets ``Print Assumptions``.
+The census and the audit run with the same load path.
 
 Because we send the trusted statement ourselves and the body may hold
 nothing but tactics and queries, the body cannot swap the statement; the checks after
@@ -407,8 +408,7 @@ class RocqBackend(ProverBackend):
         header_deadline = time.monotonic() + self.config.header_timeout
         try:
             failed = session.enter(tuple(s.text for s in header), header_deadline)
-            # a project's libraries and header are outside the census (see the module docstring)
-            if failed is None and self.census is not None and session.environment is None and not session.load_path:
+            if failed is None and self.census is not None and session.environment is None:
                 session.environment = self.census.identify(session, header_deadline)
         except SessionTimeout as e:
             raise _Stop(Status.SYSTEM_ERROR, "header_timeout",

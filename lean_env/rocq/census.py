@@ -45,9 +45,25 @@ only when it does:
     the same libraries, walks their module structure (``Print Module``) and
     runs ``Print Assumptions`` on every inductive type found, which must be
     closed;
-(b) ``Print All`` is empty right after the header;
+(b) ``Print All`` is empty right after the header, or what it lists is the
+    header's own: the census's coqtop, started with the same command line,
+    declares nothing before loading anything, and the header's text,
+    compiled by ``coqc`` as a library of its own, passes ``coqchk -o -norec``
+    (its declarations re-checked, the libraries it loads admitted: their
+    census is (a), cached apart and shared by every header that loads them)
+    with no axiom or unsafe declaration of its own, and its inductive types
+    pass the same ``Print Assumptions`` scan as (a)'s;
 (c) ``Test Guard Checking`` (and universe and positivity checking) say "on"
     right after the header.
+
+A project's header (targets traced by ``tools/trace_rocq_targets.py``) is the
+file's text before the declaration, loaded with the project's ``-R``/``-Q``
+load path; the census's coqtop, coqc and coqchk get the same load path.  Why
+the compiled header stands for the one the session ran: both are the same
+sentences run by the same Coq with the same options, and the only way a
+sentence can differ between the two runs (a tactic under ``timeout``, say)
+is to pick another proof term from the same globals, or to fail; neither can
+add an axiom or an unsafe declaration, since those are commands.
 
 Whatever cannot be established (no coqchk, a timeout, output in an
 unexpected form, a module whose fields cannot be seen) leaves the census
@@ -94,15 +110,20 @@ from typing import Iterator, Optional
 from lean_env.rocq.config import RocqConfig
 from lean_env.rocq.coqchk import Census, CensusError, coqchk_options, parse_summary, parse_trace
 from lean_env.rocq.environment import Environment, Library
+from lean_env.rocq.load_path import load_path_argv
 from lean_env.rocq.output import clean, parse_assumptions
 from lean_env.rocq.session import RocqSession, SessionError
+from lean_env.sandbox import apply_limits
 
 log = logging.getLogger(__name__)
 
 #: bump whenever a change here can change a census (part of the cache key)
-CENSUS_VERSION = "1"
+CENSUS_VERSION = "2"
 
-#: niceness added to the census's own processes (its coqtop, then coqchk)
+#: the logical library and module a header is compiled as (``-Q <scratch> SgsCensus``)
+HEADER_LIBRARY = "SgsCensus"
+HEADER_MODULE = "Header"
+#: niceness added to the census's own processes (its coqtop, coqc and coqchk)
 CENSUS_NICE = 10
 #: headers a backend keeps waiting for their census; a header that finds the
 #: queue full is not censused this time (its proofs keep ``Print Assumptions``)
@@ -272,11 +293,19 @@ class AxiomCensus:
             if not reply.ok or clean(reply.output) != expected:
                 return Environment((), "", f"{flag} is not on after the header")
         reply = session.run("Print All.", deadline)
-        if not reply.ok or clean(reply.output):
+        if not reply.ok:
+            return Environment((), "", "Print All failed after the header")
+        # something declared: the header's own (censused with it) or, without
+        # a header, coqtop's start-up (extra_args such as -l)
+        header = tuple(session.header or ()) if clean(reply.output) else ()
+        if clean(reply.output) and not header:
             return Environment((), "", "the toplevel declares something before the proof")
+        load_path = tuple(load_path_argv(session.load_path))
         libraries = _loaded_libraries(session, deadline)
-        material = json.dumps([*self._identity, [[lib.name, lib.path, lib.size, lib.mtime_ns] for lib in libraries]])
-        return Environment(libraries=libraries, key=hashlib.sha256(material.encode()).hexdigest())
+        library_key = _digest([*self._identity, load_path,
+                               [[lib.name, lib.path, lib.size, lib.mtime_ns] for lib in libraries]])
+        key = _digest([library_key, header]) if header else library_key
+        return Environment(libraries=libraries, key=key, load_path=load_path, header=header, library_key=library_key)
 
     def _start(self, env: Environment) -> None:
         """Know the census of ``env`` from the cache, or queue it (never waits
@@ -340,24 +369,59 @@ class AxiomCensus:
             return None
 
     def _take(self, env: Environment) -> Census:
-        # the holder of the lock may need a whole census_timeout of its own
-        with self._file_lock(env.key, time.monotonic() + self.config.census_timeout + 60):
+        # the holder of the lock may need a whole census_timeout of its own (two with a header)
+        steps = 2 if env.header else 1
+        with self._file_lock(env.key, time.monotonic() + steps * self.config.census_timeout + 60):
             cached = self._read_cache(env)
             if cached is not None:
                 return cached
             started = time.monotonic()
-            deadline = started + self.config.census_timeout
-            census = self._scan_inductives(env, deadline)
-            if census.clean:
-                census = self._run_coqchk(env, deadline)
+            if env.header:
+                census = self._take(env.libraries_only())
+                if census.clean:
+                    census = self._check_header(env, time.monotonic() + self.config.census_timeout)
+            else:
+                deadline = started + self.config.census_timeout
+                census = self._scan_inductives(env, deadline)
+                if census.clean:
+                    census = self._run_coqchk(env, deadline)
             self._write_cache(env, census, time.monotonic() - started)
             return census
 
-    def _scan_inductives(self, env: Environment, deadline: float) -> Census:
+    def _check_header(self, env: Environment, deadline: float) -> Census:
+        """Compile the header as library ``SgsCensus.Header``, re-check its
+        own declarations with ``coqchk -norec`` (the libraries it loads are
+        admitted: :meth:`_take` censused them first) and scan its inductive
+        types."""
+        with tempfile.TemporaryDirectory(prefix="sgs-census-header-") as scratch:
+            source = Path(scratch) / f"{HEADER_MODULE}.v"
+            source.write_text("\n".join(env.header) + "\n", encoding="utf-8")
+            own = ["-Q", scratch, HEADER_LIBRARY]
+            # -native-compiler no: as in the session, native_compute must not compile OCaml
+            self._run_bounded([self.config.coqc, "-q", "-native-compiler", "no", *self.config.extra_args,
+                               *env.load_path, *own, source.name], scratch, deadline, "coqc")
+            text = self._run_bounded([self._coqchk, "-o", *self._coqchk_options(), *coqchk_options(env.load_path),
+                                      *own, "-norec", f"{HEADER_LIBRARY}.{HEADER_MODULE}"], scratch, deadline, "coqchk")
+            compiled = os.path.realpath(source.with_suffix(".vo"))
+            if parse_trace(text) != {lib.path for lib in env.libraries} | {compiled}:
+                raise CensusError("coqchk loaded other files than the header's libraries")
+            summary = parse_summary(text)
+            # with -norec every constant of the admitted libraries is listed as an axiom
+            ours = f"{HEADER_LIBRARY}.{HEADER_MODULE}."
+            census = Census(axioms=tuple(name for name in summary.axioms if name.startswith(ours)),
+                            unsafe=summary.unsafe)
+            if census.clean:
+                census = self._scan_inductives(env, deadline, header_dir=scratch)
+            return census
+
+    def _scan_inductives(self, env: Environment, deadline: float, header_dir: Optional[str] = None) -> Census:
         """Load the libraries in a coqtop of our own and run ``Print
-        Assumptions`` on every inductive type they declare."""
+        Assumptions`` on every inductive type they declare; with
+        ``header_dir``, load the header compiled there instead (it loads the
+        same libraries) and scan its own inductive types only."""
         nice = shutil.which("nice")
-        argv = self.config.argv()
+        own = ["-Q", header_dir, HEADER_LIBRARY] if header_dir else []
+        argv = self.config.argv([*env.load_path, *own])
         try:
             session = RocqSession([nice, "-n", str(CENSUS_NICE), *argv] if nice else argv,
                                   env=self.config.child_env(), limits=self.config.limits(), name="coqtop-census")
@@ -372,15 +436,21 @@ class AxiomCensus:
             if self._closed.is_set():   # close() may have run before the session was registered
                 raise CensusError("the backend was closed")
             session.wait_ready(deadline)
-            loaded = session.run(f"Require {' '.join(lib.name for lib in env.libraries)}.", deadline)
+            declared = session.run("Print All.", deadline)
+            if not declared.ok or clean(declared.output):
+                raise CensusError("coqtop declares something at start-up, before any header")
+            modules = [f"{HEADER_LIBRARY}.{HEADER_MODULE}"] if header_dir else [lib.name for lib in env.libraries]
+            loaded = session.run(f"Require {' '.join(modules)}.", deadline)
             if not loaded.ok:
                 raise CensusError(f"the libraries do not load: {loaded.message[:300]}")
-            if _loaded_libraries(session, deadline) != env.libraries:
+            libraries = tuple(lib for lib in _loaded_libraries(session, deadline) if lib.name not in modules) \
+                if header_dir else _loaded_libraries(session, deadline)
+            if libraries != env.libraries:
                 raise CensusError("a fresh coqtop loads other files for the same libraries")
             if not session.run("Set Short Module Printing.", deadline).ok:
                 raise CensusError("Set Short Module Printing failed")
             unsafe = []
-            for name in _inductive_types(session, [lib.name for lib in env.libraries], deadline):
+            for name in _inductive_types(session, modules, deadline):
                 reply = session.run(f"Print Assumptions {name}.", deadline)
                 found = parse_assumptions(reply.output)
                 if not reply.ok or found.axioms or found.other:
@@ -395,33 +465,43 @@ class AxiomCensus:
 
     def _run_coqchk(self, env: Environment, deadline: float) -> Census:
         """Re-check the libraries' files with coqchk and read its summary."""
-        argv = [self._coqchk, "-o", *self._coqchk_options(), *(lib.name for lib in env.libraries)]
+        argv = [self._coqchk, "-o", *self._coqchk_options(), *coqchk_options(env.load_path),
+                *(lib.name for lib in env.libraries)]
         with tempfile.TemporaryDirectory(prefix="sgs-census-") as scratch:
-            out_path = Path(scratch) / "coqchk.out"
-            with open(out_path, "wb") as out:
-                process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                           cwd=scratch, env=self.config.child_env(), start_new_session=True,
-                                           preexec_fn=_census_child)
-            with self._lock:
-                self._processes.add(process)
-                self.coqchk_runs += 1
-            if self._closed.is_set():   # close() may have run before the process was registered
-                os.killpg(process.pid, signal.SIGKILL)
-            try:
-                rc = process.wait(timeout=max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired as e:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                raise CensusError(f"coqchk did not finish within {self.config.census_timeout} s") from e
-            finally:
-                with self._lock:
-                    self._processes.discard(process)
-            text = out_path.read_text("utf-8", "replace")
-        if rc != 0:
-            raise CensusError(f"coqchk exited with {rc}: {text[-500:]!r}")
+            text = self._run_bounded(argv, scratch, deadline, "coqchk")
         if parse_trace(text) != {lib.path for lib in env.libraries}:
             raise CensusError("coqchk checked other files than the ones coqtop loaded")
         return parse_summary(text)
+
+    def _run_bounded(self, argv: list[str], cwd: str, deadline: float, what: str) -> str:
+        """Run one census command (coqc or coqchk) in ``cwd`` at low priority,
+        under the session's limits, until ``deadline``; its output, or
+        :class:`CensusError` unless it exits 0."""
+        limits = apply_limits(self.config.limits())
+        out_path = Path(cwd) / f".{what}.out"
+        with open(out_path, "wb") as out:
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                       cwd=cwd, env=self.config.child_env(), start_new_session=True,
+                                       preexec_fn=lambda: (_census_child(), limits()))
+        with self._lock:
+            self._processes.add(process)
+            if what == "coqchk":
+                self.coqchk_runs += 1
+        if self._closed.is_set():   # close() may have run before the process was registered
+            os.killpg(process.pid, signal.SIGKILL)
+        try:
+            rc = process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired as e:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise CensusError(f"{what} did not finish within {self.config.census_timeout} s") from e
+        finally:
+            with self._lock:
+                self._processes.discard(process)
+        text = out_path.read_text("utf-8", "replace")
+        if rc != 0:
+            raise CensusError(f"{what} exited with {rc}: {text[-500:]!r}")
+        return text
 
     def _coqchk_options(self) -> list[str]:
         return coqchk_options(self.config.extra_args)
@@ -508,8 +588,8 @@ class AxiomCensus:
     # -- messages -------------------------------------------------------------
     def _report(self, env: Environment, census: Census) -> None:
         if not census.clean:
-            self._warn_once(env.key, "axiom census: the header's libraries are not clean (%s); proofs under it "
-                                     "are checked with Print Assumptions", census.describe())
+            self._warn_once(env.key, "axiom census: what the header loads or declares is not clean (%s); proofs "
+                                     "under it are checked with Print Assumptions", census.describe())
 
     def _warn_once(self, topic: str, message: str, *args: object) -> None:
         with self._lock:
@@ -517,6 +597,10 @@ class AxiomCensus:
                 return
             self._warned.add(topic)
         log.warning(message, *args)
+
+
+def _digest(material: object) -> str:
+    return hashlib.sha256(json.dumps(material).encode()).hexdigest()
 
 
 def _census_child() -> None:
