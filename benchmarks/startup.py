@@ -5,7 +5,7 @@ by side in one process.
 
 * engines: the roles' engine groups (one transformers engine each on the
   ``tiny`` model of :mod:`shapes`) started one after another, each waited
-  for before the next (how ``python -m sgs`` started them until 2026-11-26),
+  for before the next (how ``python -m sgs`` used to start them),
   against all started at once and then waited for (what it does now:
   ``EngineGroup(..., wait=False)`` then ``wait_until_loaded``).  On a GPU
   node, where a vLLM engine takes about a minute to start, the difference
@@ -14,7 +14,7 @@ by side in one process.
   (4 examples) with the controller polling its workers at Ray's default of
   2 s against SGS's 0.5 s (``RAY_TRAIN_HEALTH_CHECK_INTERVAL_S``).
 * two models (an iteration's Solver and Conjecturer): one Ray Train run
-  each, one after another (how the loop trained them until 2026-11-27),
+  each, one after another (how the loop used to train them),
   against both in one run (:func:`sgs.machinery.learner.train_models`, what
   it does now).
 

@@ -211,15 +211,6 @@ class SandboxedProcess:
                     raise ReadTimeout(f"{self.name}: no answer before the deadline")
                 self._cond.wait(remaining)
 
-    def pending_output(self) -> bytes:
-        """What has been read but not yet consumed (for diagnostics)."""
-        with self._cond:
-            return bytes(self._buf)
-
-    def discard_output(self) -> None:
-        with self._cond:
-            self._buf.clear()
-
     def stderr_tail(self) -> str:
         return b"".join(self._stderr_tail).decode("utf-8", "replace")
 

@@ -267,7 +267,7 @@ def test_a_queued_census_another_worker_wrote_meanwhile_is_read_not_taken(tmp_pa
     census._start(env("k1"))
     takes.until_active(1)
     other = fake_census(tmp_path, Takes())
-    other._write_cache(env("k1"), Census(axioms=("Lib.ax",)), 1.0)
+    other._cache.write(env("k1"), Census(axioms=("Lib.ax",)), 1.0)
     takes.release.set()
     assert census.wait(30)
     assert takes.keys == ["k0"] and census.result(env("k1")) == Census(axioms=("Lib.ax",))

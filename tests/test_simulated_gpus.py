@@ -7,7 +7,7 @@ Each test runs ``python -m sgs`` as a subprocess, at the loop tests' small
 size (:func:`tests.test_loop.warm_run`: the session's shared warm start,
 one iteration), and checks what the actors themselves reported in
 ``<run_dir>/placement.json`` and ``<run_dir>/engine_sleep.jsonl`` against
-README "Three placements".  The counts are the placements' own, scaled down
+docs/scaling.md "Three placements".  The counts are the placements' own, scaled down
 to fit two cores: ``gpu_node`` with 4 GPUs (2 Solver, 1 Conjecturer, 1
 Guide engine, 4 learner ranks) instead of 8 (4 + 2 + 2, 8 ranks); the
 cluster with one engine per role.  The cluster test starts a real

@@ -90,8 +90,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
-import fcntl
 import hashlib
 import json
 import logging
@@ -105,8 +103,9 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
+from lean_env.rocq.census_cache import CENSUS_VERSION, CensusCache, default_cache_dir
 from lean_env.rocq.config import RocqConfig
 from lean_env.rocq.coqchk import Census, CensusError, coqchk_options, parse_summary, parse_trace
 from lean_env.rocq.environment import Environment, Library
@@ -116,9 +115,6 @@ from lean_env.rocq.session import RocqSession, SessionError
 from lean_env.sandbox import apply_limits
 
 log = logging.getLogger(__name__)
-
-#: bump whenever a change here can change a census (part of the cache key)
-CENSUS_VERSION = "2"
 
 #: the logical library and module a header is compiled as (``-Q <scratch> SgsCensus``)
 HEADER_LIBRARY = "SgsCensus"
@@ -142,11 +138,6 @@ _MODULE_HEAD = re.compile(r"Module\s+\S+\s*(:\s*Funsig\b|:=\s*Functor\b)?")
 #: fields in ``Print Module`` output under ``Set Short Module Printing``
 _MODULE_FIELD = re.compile(r"\b(Module\s+Type|Module|Inductive|CoInductive|Variant|Record|Structure|Class)\s+(\S+)")
 _MAX_MODULES = 100_000
-#: how often a census waiting for a slot tries again, and how long a census
-#: thread that just gave a slot back waits before taking one again (longer, so
-#: that the waiting workers get their turn)
-_SLOT_POLL = 0.2
-_SLOT_REST = 0.5
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -168,12 +159,6 @@ def parse_location(name: str, output: str) -> str:
     return m.group(1).strip()
 
 
-def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/lean_env``, or ``~/.cache/lean_env``."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "lean_env"
-
-
 class AxiomCensus:
     """Takes and caches censuses for one backend.
 
@@ -193,7 +178,6 @@ class AxiomCensus:
         self.config = config
         self._coqchk = coqchk
         self._identity = [CENSUS_VERSION, coq_version, coqchk, coqchk_version, *self._coqchk_options()]
-        self._cache_dir = Path(config.census_cache_dir) if config.census_cache_dir else default_cache_dir()
         self._lock = threading.Lock()
         #: census per key; ``None``: it could not be taken (not retried by this instance)
         self._results: dict[str, Optional[Census]] = {}
@@ -206,13 +190,13 @@ class AxiomCensus:
         #: signalled when the queue or ``_current`` changes, and on close
         self._changed = threading.Condition(self._lock)
         self._thread: Optional[threading.Thread] = None
-        #: when this instance last gave a census slot back
-        self._slot_released = -_SLOT_REST
         #: most headers queued (see :data:`MAX_QUEUED`)
         self.max_queued = MAX_QUEUED
         self._processes: set[subprocess.Popen] = set()
         self._sessions: set[RocqSession] = set()
         self._closed = threading.Event()
+        self._cache = CensusCache(Path(config.census_cache_dir) if config.census_cache_dir else default_cache_dir(),
+                                  config.census_max_concurrent, self._closed, coqchk_version)
         self._warned: set[str] = set()
         #: coqchk runs this instance started (the others found a cached census)
         self.coqchk_runs = 0
@@ -313,7 +297,7 @@ class AxiomCensus:
         with self._changed:
             if env.key in self._results or env.key in self._pending or self._closed.is_set():
                 return
-            cached = self._read_cache(env)
+            cached = self._cache.read(env)
             if cached is not None:
                 self._results[env.key] = cached
             elif len(self._queue) < self.max_queued:
@@ -356,11 +340,10 @@ class AxiomCensus:
         it meanwhile, else taken in a machine-wide slot; ``None`` if it cannot
         be taken."""
         try:
-            cached = self._read_cache(env)
+            cached = self._cache.read(env)
             if cached is not None:
                 return cached
-            self._cache_dir.mkdir(parents=True, exist_ok=True)
-            with self._slot():
+            with self._cache.slot():
                 return self._take(env)
         except Exception as e:   # whatever went wrong, proofs keep being checked with Print Assumptions
             if not self._closed.is_set():
@@ -371,8 +354,8 @@ class AxiomCensus:
     def _take(self, env: Environment) -> Census:
         # the holder of the lock may need a whole census_timeout of its own (two with a header)
         steps = 2 if env.header else 1
-        with self._file_lock(env.key, time.monotonic() + steps * self.config.census_timeout + 60):
-            cached = self._read_cache(env)
+        with self._cache.lock(env.key, time.monotonic() + steps * self.config.census_timeout + 60):
+            cached = self._cache.read(env)
             if cached is not None:
                 return cached
             started = time.monotonic()
@@ -385,7 +368,7 @@ class AxiomCensus:
                 census = self._scan_inductives(env, deadline)
                 if census.clean:
                     census = self._run_coqchk(env, deadline)
-            self._write_cache(env, census, time.monotonic() - started)
+            self._cache.write(env, census, time.monotonic() - started)
             return census
 
     def _check_header(self, env: Environment, deadline: float) -> Census:
@@ -505,85 +488,6 @@ class AxiomCensus:
 
     def _coqchk_options(self) -> list[str]:
         return coqchk_options(self.config.extra_args)
-
-    # -- the cache ------------------------------------------------------------
-    def _cache_path(self, key: str) -> Path:
-        return self._cache_dir / f"census-{key}.json"
-
-    def _read_cache(self, env: Environment) -> Optional[Census]:
-        """A cached census of ``env``; an unreadable entry counts as absent."""
-        try:
-            data = json.loads(self._cache_path(env.key).read_text())
-            if data["version"] != CENSUS_VERSION or data["key"] != env.key:
-                return None
-            axioms, unsafe = data["axioms"], data["unsafe"]
-            if not all(isinstance(x, str) for x in [*axioms, *unsafe]):
-                return None
-            return Census(axioms=tuple(axioms), unsafe=tuple(unsafe))
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
-    def _write_cache(self, env: Environment, census: Census, seconds: float) -> None:
-        """Write atomically, so that a reader never sees half an entry."""
-        data = {"version": CENSUS_VERSION, "key": env.key, "axioms": list(census.axioms),
-                "unsafe": list(census.unsafe), "seconds": round(seconds, 1), "coqchk": self._identity[3],
-                "libraries": [[lib.name, lib.path, lib.size, lib.mtime_ns] for lib in env.libraries]}
-        fd, tmp = tempfile.mkstemp(dir=self._cache_dir, prefix=".census-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f, indent=1)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self._cache_path(env.key))
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-
-    @contextlib.contextmanager
-    def _slot(self) -> Iterator[None]:
-        """Hold one of the machine's ``census_max_concurrent`` census slots
-        (lock files in the cache directory, shared by every worker that uses
-        it); waits for one, until :meth:`close`."""
-        rest = self._slot_released + _SLOT_REST - time.monotonic()
-        if rest > 0 and self._closed.wait(rest):
-            raise CensusError("the backend was closed")
-        while True:
-            for i in range(self.config.census_max_concurrent):
-                fd = os.open(self._cache_dir / f"census-slot-{i}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError as e:
-                    os.close(fd)
-                    if e.errno not in (errno.EAGAIN, errno.EACCES):
-                        raise
-                    continue
-                try:
-                    yield
-                finally:
-                    os.close(fd)   # releases the slot
-                    self._slot_released = time.monotonic()
-                return
-            if self._closed.wait(_SLOT_POLL):
-                raise CensusError("the backend was closed")
-
-    @contextlib.contextmanager
-    def _file_lock(self, key: str, deadline: float) -> Iterator[None]:
-        """Hold the lock of ``key`` against other processes (and threads)."""
-        fd = os.open(self._cache_dir / f"census-{key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as e:
-                    if e.errno not in (errno.EAGAIN, errno.EACCES):
-                        raise
-                if time.monotonic() > deadline or self._closed.wait(0.2):
-                    raise CensusError("another worker held the census lock for too long")
-            yield
-        finally:
-            os.close(fd)   # releases the lock
 
     # -- messages -------------------------------------------------------------
     def _report(self, env: Environment, census: Census) -> None:

@@ -370,9 +370,8 @@ def check_prover(pool: VerifierPool, target: Target) -> None:
     sampled; raise :class:`ProverUnavailable` naming the cause when the prover could not
     answer (a system error: a prover that cannot start, a missing library, a broken
     sandbox).  Otherwise such a run shows it only when the first iteration is recorded,
-    hours into a paper-sized run (on an H100 on 2026-11-26, 84% of a run's checks were
-    system errors).  A statement the prover refuses is the target's problem, not the
-    prover's: the run goes on."""
+    hours into a paper-sized run.  A statement the prover refuses is the target's
+    problem, not the prover's: the run goes on."""
     pool.submit_statement(ProofTask(id=PROVER_CHECK_ID, header=target.header, statement=target.statement, proof="",
                                     load_path=target.load_path))
     verdicts = {task.id: verdict for task, verdict in pool.results()}

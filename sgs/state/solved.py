@@ -135,9 +135,6 @@ class SolvedRegistry:
         iteration trains on those of the last three iterations)."""
         return [p for ps in self._proofs.values() for p in ps if p.iteration >= since_iteration]
 
-    def solved_ids(self, through_iteration: int | None = None) -> list[str]:
-        return [tid for tid in self._targets if self.is_solved(tid, through_iteration)]
-
     def cumulative_solve_rate(self, through_iteration: int | None = None) -> float:
         """Share of the training targets (held-out ones excluded) solved by the
         end of ``through_iteration`` (default: everything finished so far)."""

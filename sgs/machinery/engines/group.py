@@ -56,9 +56,8 @@ def shares_gpu(gpu_ids: list[str] | None, num_gpus: float) -> bool:
     id, or each reserving a fraction of a GPU from Ray.  Such engines must
     not load at the same time: vLLM sizes its KV cache from the GPU's free
     memory during its start, and counts what another engine allocates
-    meanwhile as its own overhead (vllm-project/vllm#55827; on an H100 on
-    2026-11-26, of three engines started at once at 0.2 of the GPU each, one
-    got 15.5 GiB of KV cache and the other two 0.67-0.75 GiB)."""
+    meanwhile as its own overhead (vllm-project/vllm#55827: three engines
+    started at once at 0.2 of a GPU each can get very unequal KV caches)."""
     pinned_twice = gpu_ids is not None and len(set(gpu_ids)) < len(gpu_ids)
     return pinned_twice or 0 < num_gpus < 1
 

@@ -44,9 +44,9 @@ from sgs.machinery.learner.worker import train_worker
 
 #: How often Ray Train's controller polls its workers, in seconds, unless the
 #: user set ``RAY_TRAIN_HEALTH_CHECK_INTERVAL_S``.  Each change of the run's
-#: state waits for the next poll, and Ray's default of 2 s made a short run
-#: about 4 s longer (an empty one-worker run: 16-17 s at 2 s, 12-13 s at 0.5 s,
-#: 2 cores, 2026-11-26); a poll is one small call per worker.
+#: state waits for the next poll, so Ray's default of 2 s makes a short run
+#: seconds longer (``benchmarks/startup.py`` measures it); a poll is one small
+#: call per worker.
 CONTROLLER_POLL_INTERVAL_S = "0.5"
 
 log = logging.getLogger(__name__)

@@ -6,10 +6,9 @@ the grammar.  It changes what the model can write, never what is checked:
 every statement still goes through extraction and the prover's elaboration.
 
 The built-in ``statement`` grammar for Rocq is for small models at laptop
-scale, whose free-form statements mostly fail to elaborate (on 2026-11-26,
-660 statements of a laptop run: 45% syntax errors, 20% unbound names, 14%
-type errors).  It describes a Conjecturer output of the warm-start corpus's
-shape,
+scale, whose free-form statements mostly fail to elaborate (syntax errors,
+unbound names and type errors; docs/ablations.md has the counts).  It
+describes a Conjecturer output of the warm-start corpus's shape,
 
     ```coq
     Theorem <name> : <statement>.
