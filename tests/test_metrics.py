@@ -16,7 +16,6 @@ from sgs.analysis.metrics import (
     mean,
     pass_at_k,
     solve_rate_histogram,
-    solve_rates,
     system_error_rate,
     verification_outcomes,
     system_error_causes,
@@ -28,7 +27,7 @@ from sgs.analysis.metrics import (
     seq_len_capped_metrics,
     wandb_run_id,
 )
-from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore, prompt_digest
+from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore, prompt_digest, solve_rates
 from sgs.state.store import REQUIRED_METRICS
 
 

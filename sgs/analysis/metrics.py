@@ -23,9 +23,8 @@ from typing import Any
 
 from lean_env.verdict import Status, Verdict
 from sgs.config import LoggingConfig
-from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore
-from sgs.method.rewards import solve_rate
 from sgs.method.roles import Failure, conclusion_length, has_disjunctive_conclusion
+from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore, solve_rates
 
 #: Rejection reasons meaning the output held no well-formed statement (the
 #: other reasons, duplicates and failed elaboration, come after extraction).
@@ -56,20 +55,6 @@ class PhaseStats:
 def attempt_outcome(attempt: Attempt) -> str:
     """The verdict status, or ``no_proof`` when nothing could be extracted."""
     return NO_PROOF if attempt.verdict is None else attempt.verdict.status.value
-
-
-def rollout_status(attempt: Attempt) -> str:
-    """The status the solve rate and the objectives use: an output with no
-    proof in it is a failed attempt, like a rejected proof."""
-    return Status.INVALID.value if attempt.verdict is None else attempt.verdict.status.value
-
-
-def solve_rates(attempts: Iterable[Attempt]) -> dict[str, float | None]:
-    """s(x) per problem id (:func:`sgs.method.rewards.solve_rate`; None: only system errors)."""
-    statuses: dict[str, list[str]] = {}
-    for attempt in attempts:
-        statuses.setdefault(attempt.problem_id, []).append(rollout_status(attempt))
-    return {problem: solve_rate(found) for problem, found in statuses.items()}
 
 
 def pass_at_k(attempts: Iterable[Attempt], training_ids: Sequence[str]) -> float | None:

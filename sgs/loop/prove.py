@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable
 
 from lean_env.verdict import ProofTask, Verdict
-from sgs.analysis import metrics as M
 from sgs.loop.context import Problem, RunContext, attempt_id, review_sample_id, to_completion
 from sgs.machinery.engines import EngineGroup, Sample, SamplingSettings
 from sgs.machinery.runtime import sampling_settings, solver_settings
@@ -18,7 +17,7 @@ from sgs.machinery.streaming import Request
 from sgs.method import objectives
 from sgs.method.rewards import apply_overlong_penalty, solver_reward
 from sgs.method.roles import extract_proof
-from sgs.state.records import Attempt, Completion
+from sgs.state.records import Attempt, Completion, solve_rates
 from sgs.state.sample_cache import SampleCache, sample_key
 from sgs.state.phase_log import PhaseLog
 from sgs.state.targets import batch_targets
@@ -59,7 +58,7 @@ class EarlyReviews:
         attempts = self._attempts.setdefault(attempt.problem_id, [])
         attempts.append(attempt)
         if len(attempts) == self.samples_per_problem:
-            rate = M.solve_rates(attempts).get(attempt.problem_id)
+            rate = solve_rates(attempts).get(attempt.problem_id)
             if rate is not None and 0.0 < rate < 1.0:
                 self._start(attempt.problem_id)
         # Called for every attempt: poll the Guide only now and then (each poll is a Ray call).

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sgs.analysis import metrics as M
 from sgs.loop.context import RunContext, review_sample_id
 from sgs.machinery.engines import Sample
 from sgs.machinery.runtime import sampling_settings
 from sgs.machinery.streaming import Request
 from sgs.method.rewards import conjecturer_reward, conjecturer_weights, guide_batch_rewards, keep_conjectures
 from sgs.method.roles import extract_guide_scores
-from sgs.state.records import Conjecture, ConjectureScore
+from sgs.state.records import Conjecture, ConjectureScore, solve_rates
 from sgs.state.phase_log import PhaseLog
 
 
@@ -23,7 +22,7 @@ def review(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
     stored = phase_log.ids("conjecture_score")
     if all(c.id in stored for c in conjectures):
         return
-    rates = M.solve_rates(ctx.store.attempts(iteration))
+    rates = solve_rates(ctx.store.attempts(iteration))
     rate = [rates.get(c.id) for c in conjectures]
     kept = keep_conjectures(rate, method.conjecture_keep_quantile)
 

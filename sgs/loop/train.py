@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 from lean_env.verdict import Status
-from sgs.analysis import metrics as M
 from sgs.loop.context import RunContext
 from sgs.loop.weights import TRAIN_METRICS_FILE
 from sgs.machinery.learner import TrainExample, TrainJob, train_models
@@ -27,8 +26,8 @@ def solver_rollouts(attempts: Sequence[Attempt]) -> list[objectives.Rollout]:
     return [
         objectives.Rollout(
             problem_id=a.problem_id,
-            status=M.rollout_status(a),
-            reward=None if M.rollout_status(a) == Status.SYSTEM_ERROR.value else a.reward,
+            status=a.rollout_status,
+            reward=None if a.rollout_status == Status.SYSTEM_ERROR.value else a.reward,
         )
         for a in attempts
     ]

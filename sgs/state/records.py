@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from lean_env.verdict import Status, Verdict
+from sgs.method.rewards import solve_rate
 
 PROBLEM_KINDS = ("target", "conjecture")
 
@@ -227,6 +229,12 @@ class Attempt:
     def verified(self) -> bool:
         return self.verdict is not None and self.verdict.status is Status.VALID
 
+    @property
+    def rollout_status(self) -> str:
+        """The status the solve rate and the objectives use: an output with no
+        proof in it is a failed attempt, like a rejected proof."""
+        return Status.INVALID.value if self.verdict is None else self.verdict.status.value
+
     def to_json(self) -> dict:
         return {
             "id": self.id,
@@ -255,6 +263,14 @@ class Attempt:
             reward=typed_field(d, "reward", float),
         )
 
+
+
+def solve_rates(attempts: Iterable[Attempt]) -> dict[str, float | None]:
+    """s(x) per problem id (:func:`sgs.method.rewards.solve_rate`; None: only system errors)."""
+    statuses: dict[str, list[str]] = {}
+    for attempt in attempts:
+        statuses.setdefault(attempt.problem_id, []).append(attempt.rollout_status)
+    return {problem: solve_rate(found) for problem, found in statuses.items()}
 
 @dataclass(frozen=True)
 class Conjecture:
