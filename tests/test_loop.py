@@ -176,7 +176,7 @@ def test_parallel_sampling_selects_nothing_and_starts_no_learner(monkeypatch):
 
     monkeypatch.setattr(train, "train_models", refuse)
     store = SimpleNamespace(attempts=lambda iteration: attempts, conjectures=lambda iteration: [])
-    train.train_policies(SimpleNamespace(cfg=SGSConfig(method=PARALLEL_SAMPLING), store=store), 0)
+    train.train_policies(SimpleNamespace(cfg=SGSConfig(method=PARALLEL_SAMPLING), store=store), 0, None)
 
 
 class _SleepyEngines:

@@ -172,8 +172,8 @@ def solver_only() -> MethodConfig:
 def test_every_target_gets_k_attempts_with_their_verdicts_and_rewards(tmp_path):
     with open_store(tmp_path) as store:
         engines, pool = TableEngines(proof_for), TableVerifier(lambda task: "reflexivity" in task.proof)
-        ctx = make_context(store, solver_only(), {"solver": engines}, pool)
-        prove(ctx, 0, store.begin_phase(0, "prove"))
+        stats = prove(make_context(store, solver_only(), {"solver": engines}, pool), 0,
+                      store.begin_phase(0, "prove"))
         store.mark_done(0, "prove")
         found = store.attempts(0)
     assert len(found) == len(TARGETS) * K and len({a.id for a in found}) == len(found)
@@ -182,7 +182,7 @@ def test_every_target_gets_k_attempts_with_their_verdicts_and_rewards(tmp_path):
     assert all(a.reward > 0 for a in found if a.id in valid)
     assert all(a.reward <= 0 for a in found if a.id not in valid)
     assert len(pool.checked) == len(found) and engines.samples_drawn == len(found)
-    assert ctx.tokens == sum(a.completion.num_tokens for a in found) and ctx.verifications == len(found)
+    assert stats.tokens == sum(a.completion.num_tokens for a in found) and stats.verifications == len(found)
 
 
 def test_a_sample_without_a_proof_is_stored_unchecked_with_no_reward(tmp_path):
@@ -245,15 +245,16 @@ def test_the_guide_reviews_during_the_prove_phase_and_the_review_phase_draws_not
         solver, guide = TableEngines(proof_for), TableEngines(review_for)
         pool = TableVerifier(lambda task: "reflexivity" in task.proof)
         ctx = make_context(store, sgs_method(), {"solver": solver, "guide": guide}, pool)
-        prove(ctx, 0, store.begin_phase(0, "prove"))
+        proved = prove(ctx, 0, store.begin_phase(0, "prove"))
         store.mark_done(0, "prove")
         # Conjectures c0, c2 and c4 have solve rate 2/4 (they could earn a reward): reviewed early;
         # the others (0/4) could not, and are not reviewed at all.
         early = guide.samples_drawn
         assert early == 3
-        review(ctx, 0, store.begin_phase(0, "review"))
+        reviewed = review(ctx, 0, store.begin_phase(0, "review"))
         store.mark_done(0, "review")
         assert guide.samples_drawn == early      # the review phase found every review in its cache
+        assert reviewed.tokens == 0 and proved.tokens > 0
         scores = store.conjecture_scores(0)
     kept = {cid for cid, score in scores.items() if score.kept}
     assert kept and all(scores[cid].guide_output is not None for cid in kept)

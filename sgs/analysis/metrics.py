@@ -24,6 +24,7 @@ from typing import Any
 from lean_env.verdict import Status, Verdict
 from sgs.config import LoggingConfig
 from sgs.method.roles import Failure, conclusion_length, has_disjunctive_conclusion
+from sgs.state.phase_log import PhaseStats
 from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore, solve_rates
 
 #: Rejection reasons meaning the output held no well-formed statement (the
@@ -33,18 +34,6 @@ _PARSE_FAILURES = frozenset(failure.value for failure in Failure)
 NO_PROOF = "no_proof"
 #: Verification outcomes in the order they are reported.
 OUTCOMES = (Status.VALID.value, Status.INVALID.value, Status.TIMEOUT.value, Status.SYSTEM_ERROR.value, NO_PROOF)
-
-
-@dataclass(frozen=True)
-class PhaseStats:
-    """What one phase did in this process (observability only, not stored as records)."""
-
-    seconds: float
-    """Wall time of the phase."""
-    tokens: int = 0
-    """Tokens the engines generated in the phase."""
-    verifications: int = 0
-    """Verdicts the verifier pool returned in the phase."""
 
 
 # --------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from sgs.machinery.runtime import conjecturer_settings
 from sgs.machinery.streaming import Request
 from sgs.method.roles import STATEMENT_FORMS, canonical_form, conjecture_name, extract_conjecture, rename_theorem
 from sgs.state.records import Completion, Conjecture, Target
-from sgs.state.phase_log import PhaseLog
+from sgs.state.phase_log import PhaseLog, PhaseStats
 from sgs.state.targets import batch_targets
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ def screen_conjecture(
     return rename_theorem(extraction.value, conjecture_name(extraction.value, language), language), None
 
 
-def conjecture(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
+def conjecture(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> PhaseStats:
     method, language = ctx.cfg.method, ctx.language
     solved = ctx.store.solved_registry
     unsolved = [t for t in batch_targets(ctx.store.targets, method.batch_size, ctx.cfg.seed, iteration)
@@ -112,11 +112,13 @@ def conjecture(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
             if verdict.status == Status.SYSTEM_ERROR:
                 broken.append(verdict)
 
+    drawn = PhaseStats()
     if requests:
         settings = conjecturer_settings(ctx.cfg, seed=ctx.seed(iteration, "conjecture"))
-        ctx.draw(iteration, "conjecture", "conjecturer", requests, settings, on_sample, on_verdict)
+        drawn = ctx.draw(iteration, "conjecture", "conjecturer", requests, settings, on_sample, on_verdict)
     bar.close()
     if broken:
         # Not the Conjecturer's fault, and its statements are lost for this iteration: say why at once.
         log.warning("iteration %d: %d conjecture(s) could not be elaborated because the prover failed (system "
                     "error): %s", iteration, len(broken), system_error_causes(broken))
+    return drawn

@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from lean_env.verdict import ProofTask, Status, Verdict
 from sgs.config import SGSConfig
+from sgs.loop.journal import RunJournal
 from sgs.loop.weights import EngineWeights
 from sgs.machinery.engines import Sample, SamplingSettings
 from sgs.machinery.models import default_cache_dir
@@ -22,6 +23,7 @@ from sgs.machinery.runtime import Runtime
 from sgs.machinery.streaming import Request, stream, submit
 from sgs.method.roles import STATEMENT_FORMS, canonical_form
 from sgs.state.benchmarks import Benchmark
+from sgs.state.phase_log import PhaseStats
 from sgs.state.records import Completion, prompt_digest
 from sgs.state.sample_cache import SampleCache, sample_key, start_samples_path
 from sgs.state.store import Store
@@ -77,11 +79,11 @@ def to_completion(prompt: str, sample: Sample) -> Completion:
 
 
 class RunContext:
-    """The run as the phases see it, and the work the running phase has done
-    (``tokens``, ``verifications``: reset by the iteration for each phase)."""
+    """The run as the phases see it."""
 
     def __init__(self, cfg: SGSConfig, store: Store, runtime: Runtime, weights: EngineWeights,
-                 monitor: LiveMonitor, *, run_name: str, benchmark: Benchmark | None):
+                 monitor: LiveMonitor, *, run_name: str, benchmark: Benchmark | None,
+                 journal: RunJournal | None = None):
         self.cfg = cfg
         self.store = store
         self.rt = runtime
@@ -90,9 +92,8 @@ class RunContext:
         self.run_name = run_name
         self.benchmark = benchmark
         self.language = cfg.prover.language
-        self.tokens = self.verifications = 0
-        self.learner_restarts = 0
-        """Training runs started again after Ray lost their workers, in this process."""
+        self.journal = journal if journal is not None else RunJournal()
+        """What the record phase reports beyond the records: phase stats, fault counts."""
         form = STATEMENT_FORMS[cfg.method.conjecture_dedup]
         self.target_forms = {form(t.statement, self.language) for t in store.targets}
         # Up to renaming whatever method.conjecture_dedup says: no renamed copy of one reaches training.
@@ -119,7 +120,7 @@ class RunContext:
         on_sample: Callable[[Request, str, Sample], None],
         on_verdict: Callable[[ProofTask, Verdict], None] | None = None,
         shared: tuple[SampleCache, Callable[[Request], bool]] | None = None,
-    ) -> None:
+    ) -> PhaseStats:
         """Every sample the requests want, handed to ``on_sample``: first those
         in the phase's sample cache (a resumed phase), then the rest streamed
         from ``role``'s engines, each cached the moment it returns; with
@@ -127,11 +128,13 @@ class RunContext:
 
         ``shared``: a cache that outlives the run (:meth:`start_samples`) and
         the requests it covers; for those, a sample the phase's cache lacks is
-        looked up there before it is drawn, and a drawn one is added to it."""
+        looked up there before it is drawn, and a drawn one is added to it.
+        Returns the tokens drawn and the verdicts received."""
         cache = SampleCache(self.store.sample_cache_path(iteration, phase), self.rt.prompter.token_ids)
         shared_cache, covers = shared if shared is not None else (None, lambda request: False)
         version = self.weights.current[role].version
         waiting = 0  # samples asked of the engines and not yet returned
+        tokens = verifications = 0
 
         def key(request: Request, sample_id: str) -> str:
             return sample_key(request.prompt, settings, version, sample_id)
@@ -145,17 +148,18 @@ class RunContext:
             return sample, False
 
         def on_drawn(request: Request, sample_id: str, sample: Sample) -> None:
-            nonlocal waiting
+            nonlocal waiting, tokens
             cache.put(key(request, sample_id), sample)
             if covers(request):
                 shared_cache.put(key(request, sample_id), sample)
-            self.tokens += sample.num_tokens
+            tokens += sample.num_tokens
             waiting -= 1
             self.monitor.sampled(1, waiting)
             on_sample(request, sample_id, sample)
 
         def on_checked(task: ProofTask, verdict: Verdict) -> None:
-            self.verifications += 1
+            nonlocal verifications
+            verifications += 1
             self.monitor.verified(verdict.status, self.rt.pool.outstanding)
             on_verdict(task, verdict)
 
@@ -190,6 +194,7 @@ class RunContext:
             cache.close()
             if shared_cache is not None:
                 shared_cache.close()
+        return PhaseStats(tokens=tokens, verifications=verifications)
 
     def start_samples(self, iteration: int) -> SampleCache | None:
         """The shared cache of the Solver's iteration-0 samples, all of the base weights

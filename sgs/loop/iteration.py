@@ -16,8 +16,9 @@ phase                   what it does
 ``record``              the metrics line (:mod:`sgs.loop.record`)
 ======================  ======================================================
 
-Every phase is committed with ``Store.mark_done``, also when it had nothing to
-do: experiments differ only by config values (a Solver-only run has
+Every phase is one function, ``step(ctx, iteration, log) -> PhaseStats``
+(``log``: the phase's record log, for the phases that write records), and is
+committed with ``Store.mark_done``, also when it had nothing to do: experiments differ only by config values (a Solver-only run has
 ``conjectures_per_target=0``, so its conjecture phase samples nothing).
 
 Resume.  :meth:`Loop.run` continues at ``Store.resume_point``.  A phase killed
@@ -41,12 +42,13 @@ of the results.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import replace
 
-from sgs.analysis import metrics as M
 from sgs.config import SGSConfig
 from sgs.loop.conjecture import conjecture
 from sgs.loop.context import RunContext
+from sgs.loop.journal import MetricsCallback, RunJournal
 from sgs.loop.phases import PHASES, RECORD_PHASES, TRAINING_PHASE
 from sgs.loop.prove import prove
 from sgs.loop.record import record
@@ -59,8 +61,10 @@ from sgs.machinery.runtime import Checkpoint, Runtime
 from sgs.state.benchmarks import Benchmark
 from sgs.state.store import Store
 
-#: The phases that write records take the phase's log; the others only the iteration.
-PHASE_STEPS = {"conjecture": conjecture, "prove": prove, "review": review, TRAINING_PHASE: train_policies}
+#: Each phase: ``step(ctx, iteration, log) -> PhaseStats``; ``log`` is the
+#: phase's record log for the phases that write records, else None.
+PHASE_STEPS = {"conjecture": conjecture, "prove": prove, "review": review, TRAINING_PHASE: train_policies,
+               "record": record}
 
 
 class Loop:
@@ -75,30 +79,25 @@ class Loop:
         *,
         run_name: str,
         benchmark: Benchmark | None = None,
-        on_metrics: Callable[[dict, dict, dict], None] = lambda metrics, tables, histograms: None,
+        on_metrics: MetricsCallback | None = None,
     ):
         """``weights``: what the Solver and Conjecturer engines were started on
         (:func:`sgs.loop.weights.current_weights`); ``benchmark``: the evaluation
         problems (checked for contamination, evaluated every ``evaluation.every``
         iterations); ``on_metrics`` receives each metrics line with its sample
-        tables and histogram values (:class:`sgs.analysis.metrics.MetricsSink.log`)."""
+        tables and histogram values (:class:`sgs.analysis.metrics.MetricsCallback.log`)."""
         self.cfg = cfg
         self.store = store
-        self.on_metrics = on_metrics
         self.monitor = LiveMonitor(run_name, PHASES)
         """Live gauges on the Ray dashboard."""
+        recorded = store.metrics()
+        # A session that finds finished phases is a resume.
+        journal = RunJournal(recorded[-1] if recorded else None,
+                             resumed=store.resume_point(PHASES) != (0, PHASES[0]), on_metrics=on_metrics)
         self.ctx = RunContext(cfg, store, runtime, EngineWeights(cfg, store, runtime, weights), self.monitor,
-                              run_name=run_name, benchmark=benchmark)
+                              run_name=run_name, benchmark=benchmark, journal=journal)
         self.seconds = {phase: 0.0 for phase in PHASES}
         """Wall time per phase over this process's run (for the summary)."""
-        self._stats: dict[tuple[int, str], M.PhaseStats] = {}
-        # Fault counts are the run's totals: earlier sessions' counts, as of the last
-        # recorded iteration, plus this session's; a session that finds finished
-        # phases is a resume.
-        recorded = store.metrics()
-        self._earlier_faults = {key: value for key, value in (recorded[-1] if recorded else {}).items()
-                                if key.startswith("faults/")}
-        self._resumed = store.resume_point(PHASES) != (0, PHASES[0])
 
     def run(self) -> str:
         """Run from the resume point until the run is finished (``iterations``
@@ -117,22 +116,15 @@ class Loop:
         """Run one phase and commit it."""
         ctx = self.ctx
         start = time.perf_counter()
-        ctx.tokens = ctx.verifications = 0
         self.monitor.phase_started(iteration, phase, ctx.weights.versions())
         if phase == TRAINING_PHASE:
             ctx.weights.sleep(iteration, phase)
         else:
             ctx.weights.wake(iteration, phase)
-        if phase == "record":
-            phases = {name: stats for (i, name), stats in self._stats.items() if i == iteration}
-            record(ctx, iteration, phases, self._fault_counts(), self.on_metrics)
-            ctx.rt.placement.actors(ctx.rt.engines, ctx.rt.pool)  # restarted actors may run elsewhere now
-        elif phase in RECORD_PHASES:
-            PHASE_STEPS[phase](ctx, iteration, self.store.begin_phase(iteration, phase))
-        else:
-            PHASE_STEPS[phase](ctx, iteration)
+        log = self.store.begin_phase(iteration, phase) if phase in RECORD_PHASES else None
+        stats = PHASE_STEPS[phase](ctx, iteration, log)
         seconds = time.perf_counter() - start
-        self._stats[iteration, phase] = M.PhaseStats(seconds, ctx.tokens, ctx.verifications)
+        ctx.journal.phase_finished(iteration, phase, replace(stats, seconds=seconds))
         self.seconds[phase] += seconds
         self.store.mark_done(iteration, phase)
         # Committed: the phase's records now hold everything its cached samples gave.
@@ -141,17 +133,3 @@ class Loop:
             # Only now: until the phase is done, an older checkpoint is the one a resume loads.
             for role in TRAINED_ROLES:
                 self.store.prune_checkpoints(role, self.cfg.training.keep_checkpoints)
-
-    def _fault_counts(self) -> dict[str, int]:
-        """Actors lost, work redone and driver resumes over the whole run so far
-        (earlier sessions counted up to their last recorded iteration)."""
-        rt = self.ctx.rt
-        counts = {"faults/verifier_restarts": rt.pool.stats.workers_restarted,
-                  "faults/verifier_requeued": rt.pool.stats.requeued,
-                  "faults/learner_restarts": self.ctx.learner_restarts,
-                  "faults/driver_resumes": int(self._resumed)}
-        for role, group in rt.engines.items():
-            counts[f"faults/engine_restarts/{role}"] = group.stats.actor_restarts
-            counts[f"faults/engine_hung/{role}"] = group.stats.hung_actors
-            counts[f"faults/chunks_resubmitted/{role}"] = group.stats.chunks_resubmitted
-        return {key: count + self._earlier_faults.get(key, 0) for key, count in counts.items()}

@@ -19,7 +19,7 @@ from sgs.method.rewards import apply_overlong_penalty, solver_reward
 from sgs.method.roles import extract_proof
 from sgs.state.records import Attempt, Completion, solve_rates
 from sgs.state.sample_cache import SampleCache, sample_key
-from sgs.state.phase_log import PhaseLog
+from sgs.state.phase_log import PhaseLog, PhaseStats
 from sgs.state.targets import batch_targets
 
 
@@ -111,7 +111,7 @@ def problems(ctx: RunContext, iteration: int) -> list[Problem]:
     return found
 
 
-def prove(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
+def prove(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> PhaseStats:
     method, sampling, language = ctx.cfg.method, ctx.cfg.sampling.solver, ctx.language
     stored = phase_log.ids("attempt")
     requests = [
@@ -153,6 +153,7 @@ def prove(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
         keep(task.id, problem, completion, proof, None, verdict, 0.0 if reward is None else reward)
 
     early = early_reviews(ctx, iteration, phase_log) if method.use_guide else None
+    drawn = PhaseStats()
     try:
         if requests:
             settings = solver_settings(ctx.cfg, seed=ctx.seed(iteration, "prove"))
@@ -160,14 +161,15 @@ def prove(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
             # experiments with one seed start from the same samples (paired comparisons).
             starts = ctx.start_samples(iteration)
             shared = (starts, lambda request: request.item.kind == "target") if starts is not None else None
-            ctx.draw(iteration, "prove", "solver", requests, settings, on_sample, on_verdict, shared)
+            drawn = ctx.draw(iteration, "prove", "solver", requests, settings, on_sample, on_verdict, shared)
         if early is not None:
             early.finish()
-            ctx.tokens += early.tokens
+            drawn += PhaseStats(tokens=early.tokens)
     finally:
         if early is not None:
             early.close()
     bar.close()
+    return drawn
 
 
 def early_reviews(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> EarlyReviews:

@@ -17,6 +17,7 @@ from sgs.loop.phases import TRAINING_PHASE
 from sgs.loop.weights import TRAIN_METRICS_FILE, TRAINED_ROLES
 from sgs.machinery.runtime import sampling_settings
 from sgs.method.roles import canonical_form
+from sgs.state.phase_log import PhaseLog, PhaseStats
 from sgs.state.records import Conjecture
 
 log = logging.getLogger(__name__)
@@ -27,10 +28,10 @@ EVALS_DIR = "evals"
 SYSTEM_ERROR_ALARM = 0.01
 
 
-def record(ctx: RunContext, iteration: int, phases: dict[str, M.PhaseStats], faults: dict[str, int],
-           on_metrics) -> None:
-    """Write the metrics line of ``iteration``; ``phases``: the timing of the
-    phases this process ran, ``faults``: the run's fault totals so far."""
+def record(ctx: RunContext, iteration: int, phase_log: PhaseLog | None) -> PhaseStats:
+    """Write the metrics line of ``iteration``, with the timing of the phases
+    this process ran and the run's fault totals so far (``ctx.journal``).
+    The phase writes the metrics file, not records (no ``phase_log``)."""
     store = ctx.store
     # Read once: a paper-sized iteration holds ~39,000 records.
     attempts, conjectures = store.attempts(iteration), store.conjectures(iteration)
@@ -45,7 +46,7 @@ def record(ctx: RunContext, iteration: int, phases: dict[str, M.PhaseStats], fau
         language=ctx.language,
         generations=store.generations(through_iteration=iteration),
         cumulative_solve_rate=store.solved_registry.cumulative_solve_rate(through_iteration=iteration),
-        phases=phases,
+        phases=ctx.journal.phases(iteration),
         training=training_numbers(ctx, iteration),
     )
     metrics["conjectures_matching_benchmark"] = benchmark_matches(ctx, conjectures)
@@ -55,7 +56,7 @@ def record(ctx: RunContext, iteration: int, phases: dict[str, M.PhaseStats], fau
         {tid: [p.proof for p in store.solved_registry.proofs(tid)] for tid in parents}, ctx.language))
     metrics.update(M.seq_len_capped_metrics(attempts, conjectures, {
         role: getattr(ctx.cfg.sampling, role).max_tokens for role in TRAINED_ROLES}))
-    metrics.update(faults)
+    metrics.update(ctx.journal.fault_counts(ctx.rt))
     metrics.update(periodic_evaluation(ctx, iteration))
     best_so_far = max((m["cumulative_solve_rate"] for m in store.metrics()), default=None)
     store.append_metrics(metrics)
@@ -70,10 +71,12 @@ def record(ctx: RunContext, iteration: int, phases: dict[str, M.PhaseStats], fau
                     M.SYSTEM_ERROR_PREFIX)
     tables = M.sample_tables(iteration, conjectures, scores, attempts, {t.id: t.statement for t in store.targets})
     ctx.monitor.iteration_finished(metrics)
-    on_metrics(metrics, tables, M.sample_histograms(attempts, list(scores.values())))
+    ctx.journal.on_metrics(metrics, tables, M.sample_histograms(attempts, list(scores.values())))
     log.info("iteration %d: cumulative solve rate %.3f, pass@k %s on the %d training targets sampled, %d generations",
              iteration, metrics["cumulative_solve_rate"], M.format_rate(metrics["pass_at_k"]),
              metrics["targets_attempted"], metrics["generations"])
+    ctx.rt.placement.actors(ctx.rt.engines, ctx.rt.pool)  # restarted actors may run elsewhere now
+    return PhaseStats()
 
 
 def training_numbers(ctx: RunContext, iteration: int) -> dict[str, dict]:

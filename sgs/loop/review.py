@@ -12,22 +12,22 @@ from sgs.machinery.runtime import sampling_settings
 from sgs.machinery.streaming import Request
 from sgs.method.rewards import conjecturer_reward, conjecturer_weights, guide_batch_rewards, keep_conjectures
 from sgs.method.roles import extract_guide_scores
+from sgs.state.phase_log import PhaseLog, PhaseStats
 from sgs.state.records import Conjecture, ConjectureScore, solve_rates
-from sgs.state.phase_log import PhaseLog
 
 
-def review(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
+def review(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> PhaseStats:
     method = ctx.cfg.method
     conjectures = [c for c in ctx.store.conjectures(iteration) if c.statement is not None]
     stored = phase_log.ids("conjecture_score")
     if all(c.id in stored for c in conjectures):
-        return
+        return PhaseStats()
     rates = solve_rates(ctx.store.attempts(iteration))
     rate = [rates.get(c.id) for c in conjectures]
     kept = keep_conjectures(rate, method.conjecture_keep_quantile)
 
     reviewed = [c for c, k in zip(conjectures, kept) if k] if method.use_guide else []
-    outputs = guide_outputs(ctx, iteration, reviewed)
+    outputs, drawn = guide_outputs(ctx, iteration, reviewed)
     extractions = [extract_guide_scores(text) for text in outputs]
     guide = guide_batch_rewards([e.value if e.ok else None for e in extractions])
     reviews = {c.id: (text, e, r) for c, text, e, r in zip(reviewed, outputs, extractions, guide.rewards)}
@@ -56,13 +56,16 @@ def review(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> None:
             reward=0.0 if reward is None else reward,
             weight=0.0 if weight is None else weight,
         ))
+    return drawn
 
 
-def guide_outputs(ctx: RunContext, iteration: int, conjectures: Sequence[Conjecture]) -> list[str]:
-    """The Guide's review of each conjecture.  Seeded, so a resumed review
-    phase reproduces the reviews of the scores it already stored."""
+def guide_outputs(ctx: RunContext, iteration: int, conjectures: Sequence[Conjecture]
+                  ) -> tuple[list[str], PhaseStats]:
+    """The Guide's review of each conjecture, and what drawing them took.
+    Seeded, so a resumed review phase reproduces the reviews of the scores it
+    already stored."""
     if not conjectures:
-        return []
+        return [], PhaseStats()
     requests = [Request(prompt=ctx.rt.prompter.guide(ctx.store.target(c.target_id), c.statement),
                         sample_ids=[review_sample_id(c.id)], item=c) for c in conjectures]
     settings = sampling_settings(ctx.cfg.sampling.guide, n=1, seed=ctx.seed(iteration, "review"))
@@ -71,5 +74,5 @@ def guide_outputs(ctx: RunContext, iteration: int, conjectures: Sequence[Conject
     def on_sample(request: Request, sample_id: str, sample: Sample) -> None:
         outputs[request.item.id] = sample.text
 
-    ctx.draw(iteration, "review", "guide", requests, settings, on_sample)
-    return [outputs[c.id] for c in conjectures]
+    drawn = ctx.draw(iteration, "review", "guide", requests, settings, on_sample)
+    return [outputs[c.id] for c in conjectures], drawn

@@ -18,6 +18,7 @@ from sgs.loop.weights import TRAIN_METRICS_FILE
 from sgs.machinery.learner import TrainExample, TrainJob, train_models
 from sgs.machinery.runtime import train_settings
 from sgs.method import objectives
+from sgs.state.phase_log import PhaseLog, PhaseStats
 from sgs.state.records import Attempt, Completion, ConjectureScore, prompt_digest
 
 
@@ -50,11 +51,13 @@ def in_conjecturer_batch(score: ConjectureScore, rule: str) -> bool:
     return score.kept or rule == "paper"
 
 
-def train_policies(ctx: RunContext, iteration: int) -> None:
-    """Train the Solver and the Conjecturer on this iteration's examples (either may have none)."""
+def train_policies(ctx: RunContext, iteration: int, phase_log: PhaseLog | None) -> PhaseStats:
+    """Train the Solver and the Conjecturer on this iteration's examples (either
+    may have none).  The phase writes checkpoints, not records (no ``phase_log``)."""
     jobs = {"solver": (solver_examples(ctx, iteration), ctx.cfg.method.solver_objective),
             "conjecturer": (conjecturer_examples(ctx, iteration), "conjecturer")}
     learn(ctx, iteration, {role: (examples, objective) for role, (examples, objective) in jobs.items() if examples})
+    return PhaseStats()
 
 
 def solver_examples(ctx: RunContext, iteration: int) -> list[TrainExample]:
@@ -138,7 +141,7 @@ def learn(ctx: RunContext, iteration: int, jobs: dict[str, tuple[list[TrainExamp
                  weight_target=targets[role])
         for role, (examples, objective) in jobs.items()
     ], settings=settings, run_name=f"{ctx.run_name}-train-{iteration:04d}")
-    ctx.learner_restarts += max(result.restarts for result in results)
+    ctx.journal.learner_restarts += max(result.restarts for result in results)
     for role, result in zip(jobs, results):
         numbers = {**asdict(result.metrics), "weights_sent_directly": float(result.weights_sent),
                    "weight_transfer_seconds": result.weight_transfer_seconds}

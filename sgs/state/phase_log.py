@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sgs.state.files import json_line
@@ -28,6 +28,23 @@ from sgs.state.records import (
     record_to_line,
 )
 from sgs.state.solved import StoredProof
+
+@dataclass(frozen=True)
+class PhaseStats:
+    """What one phase did in this process: every phase returns one (the loop
+    adds the wall time).  Observability only, not stored as records."""
+
+    seconds: float = 0.0
+    """Wall time of the phase."""
+    tokens: int = 0
+    """Tokens the engines generated in the phase."""
+    verifications: int = 0
+    """Verdicts the verifier pool returned in the phase."""
+
+    def __add__(self, other: "PhaseStats") -> "PhaseStats":
+        return PhaseStats(self.seconds + other.seconds, self.tokens + other.tokens,
+                          self.verifications + other.verifications)
+
 
 # Prover messages kept per verdict (characters, all messages together): enough
 # to read the first errors, bounded so a runaway error dump cannot bloat a log.
