@@ -3,7 +3,8 @@
 Everything here is plumbing (Ray, actors, settings objects); the algorithm
 itself lives in :mod:`sgs.loop`.  The pieces:
 
-* :func:`start_ray`: a fresh local cluster, or the one ``resources.ray_address`` names;
+* :func:`start_ray`: a fresh local cluster, or the one ``resources.ray_address`` names,
+  whose worker processes each know that cluster's address (:func:`own_cluster_runtime_env`);
 * :func:`model_paths`: where the base model, its tokenizer and the Guide come from;
 * :func:`start_checked_pool`: the run's verifier pool, its prover checked
   before anything else starts;
@@ -16,6 +17,7 @@ itself lives in :mod:`sgs.loop`.  The pieces:
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -98,6 +100,67 @@ def reserved_cpus(cfg: SGSConfig) -> float:
             + res.learner_workers * res.cpus_per_learner_worker)
 
 
+def _pin_own_cluster_hook() -> Any:
+    """A function each of the job's Ray worker processes runs as it starts (Ray's
+    ``worker_process_setup_hook``): it sets ``RAY_ADDRESS`` in that process to the
+    address of the cluster the process belongs to.
+
+    Ray code that looks a cluster up by itself finds the wrong one, or none, when
+    several Ray clusters run on one machine.  Ray Train's ``PlacementGroupCleaner``
+    (every training run starts one) and its state actor ask the state API whether
+    the Train controller still lives (``ray.util.state.get_actor`` with no address),
+    which takes ``RAY_ADDRESS``, else the cluster ``ray start`` last recorded in
+    ``/tmp/ray/ray_current_cluster``, else the only GCS process running here, and
+    raises "Found multiple active Ray instances" when there are several
+    (``ray/dashboard/utils.py`` ``get_address_for_submission_client``,
+    ``ray/_private/services.py`` ``canonicalize_bootstrap_address_or_die``, Ray
+    2.60): the cleaner's thread dies with that traceback on the console.  Where
+    ``ray start`` recorded another cluster, the cleaner asks that one, which knows
+    no such controller; it takes the controller for dead and may remove the run's
+    placement group.  A worker's environment is its raylet's, fixed when the
+    cluster started, before its address was known; so each worker sets the
+    variable itself.
+
+    The function is nested so that cloudpickle ships it by value: a worker runs it
+    without importing this module (and torch, transformers... with it), and before
+    the driver's ``sys.path`` reaches the worker.  It never raises, since a hook
+    that fails ends the worker."""
+
+    def pin_ray_address() -> None:
+        import os
+
+        import ray
+
+        try:
+            if ray.is_initialized():  # always, in a worker; asking the context otherwise would start a cluster
+                os.environ["RAY_ADDRESS"] = ray.get_runtime_context().gcs_address
+        except Exception:  # a worker without it still runs; only lookups by address are affected
+            pass
+
+    return pin_ray_address
+
+
+def own_cluster_runtime_env(address: str | None = None) -> dict[str, Any] | None:
+    """The job-level ``runtime_env`` for ``ray.init(address=address)`` that makes
+    every worker process of the job, and of the actors and tasks it starts (Ray
+    Train's controller and its detached helpers inherit it), find its own cluster
+    (:func:`_pin_own_cluster_hook`).  None where Ray would not run the hook or where
+    it would clash: a Ray Client address (``ray://``), or a driver started by
+    ``ray job submit`` whose job already sets a setup hook."""
+    if address is not None and "://" in address:
+        return None
+    injected = os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR")
+    if injected:
+        try:
+            job_env = json.loads(injected).get("runtime_env") or {}
+        except (ValueError, AttributeError):
+            job_env = {}
+        if "worker_process_setup_hook" in job_env or any(
+                "SETUP_HOOK" in key for key in (job_env.get("env_vars") or {})):
+            return None
+    return {"worker_process_setup_hook": _pin_own_cluster_hook()}
+
+
 def start_ray(cfg: SGSConfig, reserved: float | None = None) -> Any:
     """Join ``resources.ray_address``, or start a fresh local cluster.
 
@@ -109,11 +172,14 @@ def start_ray(cfg: SGSConfig, reserved: float | None = None) -> Any:
     learner all stay alive for the whole run.  ``reserved`` is what the
     caller's actors reserve when they are not a run's (:func:`reserved_cpus`).
     It declares ``resources.simulated_gpus`` logical GPUs when that is set,
-    else ``resources.num_gpus``.
+    else ``resources.num_gpus``.  Either way each worker process of the run
+    knows its own cluster's address (:func:`own_cluster_runtime_env`), so that
+    another Ray cluster on the machine neither confuses Ray Train nor fills the
+    console with its tracebacks.
     """
     res = cfg.resources
     if res.ray_address is not None:
-        context = ray.init(address=res.ray_address)
+        context = ray.init(address=res.ray_address, runtime_env=own_cluster_runtime_env(res.ray_address))
         declared = ray.cluster_resources().get("GPU", 0)
         if res.simulated_gpus and declared != res.simulated_gpus:
             log.warning("resources.simulated_gpus=%d but the cluster at %s declares %g GPUs",
@@ -124,7 +190,8 @@ def start_ray(cfg: SGSConfig, reserved: float | None = None) -> Any:
         # +1: Ray Train's controller needs a CPU slot beside its workers.
         needed = reserved_cpus(cfg) if reserved is None else reserved
         num_cpus = max(os.cpu_count() or 1, math.ceil(needed) + 1)
-    return ray.init(address="local", num_cpus=num_cpus, num_gpus=declared_gpus(res))
+    return ray.init(address="local", num_cpus=num_cpus, num_gpus=declared_gpus(res),
+                    runtime_env=own_cluster_runtime_env())
 
 
 # --------------------------------------------------------------------------
