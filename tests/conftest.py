@@ -32,7 +32,7 @@ TINY = TinyModelSettings(
 #: start (:func:`tests.test_loop.warm_run`) made instead of waiting for it.
 HEAVY_FILES = ("test_loop.py", "test_lean_loop.py", "test_simulated_gpus.py", "test_sft.py",
                "test_weight_transfer.py", "test_gpu_check.py", "test_rocq_legit.py", "test_engine_faults.py",
-               "test_long_horizon.py", "test_rocq_projects.py")
+               "test_long_horizon.py", "test_rocq_projects.py", "test_own_cluster.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
