@@ -5,7 +5,8 @@
     python -m sgs -m +experiment=standard,no_guide   # a sweep: one run directory per job
     python -m sgs run_dir=runs/x                     # start, or resume, the run in runs/x
 
-Steps: compose and validate the config (exit 2 with every problem named),
+Steps: compose and validate the config (exit 2 with every problem named;
+then what the Solver objective asks of it, :func:`sgs.method.registry.config_problems`),
 read the targets (exit 2 naming a malformed file), check that this machine
 can run it before starting anything (exit 3 with what is missing and the
 overrides that would run here), read the benchmark, open the run
@@ -54,6 +55,14 @@ def main(raw: DictConfig) -> None:
         cfg = validate(raw)
     except ConfigError as error:
         print(error, file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    # Imported only now: the objectives' losses load torch (seconds), and the checks above
+    # answer most mistyped command lines without it.
+    from sgs.method.registry import config_problems as objective_problems
+
+    problems = objective_problems(cfg)
+    if problems:
+        print(ConfigError(problems), file=sys.stderr)
         sys.exit(EXIT_CONFIG)
     targets = None
     if _is_local_file(cfg.targets.source):

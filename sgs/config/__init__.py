@@ -96,7 +96,6 @@ from sgs.config.derived import (  # noqa: F401  (the package's public names)
     declared_gpus,
     engine_backend,
     engines_sleep_during_training,
-    trained_roles,
     warmstart_enabled,
     weight_transfer_backend,
 )

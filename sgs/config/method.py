@@ -7,10 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Allowed values of the method's string-valued choice fields.
+#: The objectives a run may choose for the Solver: each a name registered in
+#: sgs.method.registry, where everything else about it is said.
 SOLVER_OBJECTIVES = ("reinforce_half", "reinforce", "cispo", "ei", "none")
-#: The Solver objective that never updates the Solver: the paper's parallel
-#: sampling baseline (the starting weights sampled k times per target every iteration).
-UNTRAINED_SOLVER = "none"
 CONJECTURER_PROMPTS = ("target_conditioned", "unconditioned")
 REWARD_NORMALISATIONS = ("reference", "paper")
 LOSS_NORMALISATIONS = ("token_mean", "sequence_mean")

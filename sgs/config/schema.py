@@ -26,7 +26,6 @@ from sgs.config.method import (  # noqa: F401  (the method's choices, imported f
     REWARD_NORMALISATIONS,
     SOLVER_OBJECTIVES,
     UNELABORATED_CONJECTURES,
-    UNTRAINED_SOLVER,
     MethodConfig,
 )
 from sgs.config.serve import ServeConfig

@@ -5,10 +5,9 @@
 :class:`~sgs.config.schema.ConfigError` listing every problem (value ranges,
 unknown choices, fields that contradict each other), each message naming the
 key.  :func:`config_problems` returns the list without raising.  The settings
-derived from a valid config (:func:`weight_transfer_backend`,
-:func:`engines_sleep_during_training`, :func:`trained_roles`,
-:func:`warmstart_enabled`) live here too, next to the checks that make them
-well defined.
+derived from a valid config live in :mod:`sgs.config.derived`; what the
+Solver objective asks of the rest of the config is checked by its entry's
+registry (:func:`sgs.method.registry.config_problems`), above this layer.
 """
 
 from __future__ import annotations
@@ -46,7 +45,6 @@ from sgs.config.schema import (
     ROLES,
     SOLVER_OBJECTIVES,
     UNELABORATED_CONJECTURES,
-    UNTRAINED_SOLVER,
     WANDB_MODES,
     WARMSTART_MODES,
     WEIGHT_TRANSFERS,
@@ -158,12 +156,6 @@ def _check_method(problems: list[str], method: MethodConfig) -> None:
             "method.use_guide=true with method.train_conjecturer=false: Guide scores only feed the "
             "Conjecturer's reward, so a frozen Conjecturer needs no Guide; set method.use_guide=false"
         )
-    if method.solver_objective == UNTRAINED_SOLVER and method.conjectures_per_target > 0:
-        problems.append(
-            f"method.solver_objective={UNTRAINED_SOLVER} is parallel sampling: a Solver that never learns "
-            "gains nothing from conjectures; set method.conjectures_per_target=0 (with "
-            "method.train_conjecturer=false and method.use_guide=false), as +experiment=parallel_sampling does"
-        )
 
 
 def _check_sampling(problems: list[str], sampling: SamplingConfig) -> None:
@@ -206,12 +198,6 @@ def _check_training(problems: list[str], training: TrainingConfig, cfg: SGSConfi
         problems.append(
             f"training.global_batch_size={training.global_batch_size} must be a multiple of "
             f"training.micro_batch_size * resources.learner_workers = {per_step}"
-        )
-    k = cfg.method.num_solver_samples
-    if cfg.method.solver_objective == "cispo" and k >= 1 and training.global_batch_size % k:
-        problems.append(
-            f"training.global_batch_size={training.global_batch_size} must be a multiple of "
-            f"method.num_solver_samples={k} for CISPO, whose batches hold whole groups"
         )
 
 

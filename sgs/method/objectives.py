@@ -1,11 +1,12 @@
 """Solver and Conjecturer objectives: which sequences to train on, and the losses.
 
-Two halves, both pure:
+Two halves, both pure (:mod:`sgs.method.registry` names which pieces make
+up each objective):
 
 * data selection over rollouts whose rewards are already known
   (:func:`sgs.method.rewards.solver_reward`): REINFORCE, REINFORCE½, CISPO and
   expert iteration (SPEC §1.3), none at all (parallel sampling), plus the
-  packing of CISPO groups into batches;
+  packing of whole groups (CISPO's) into batches;
 * losses over per-token log-probs of the generated tokens.  Every loss takes
   ``logprobs`` [B, T] (the policy's log-prob of each sampled token, with
   grad) and ``mask`` [B, T] (1 on generated tokens, 0 on prompt and padding).
@@ -159,7 +160,7 @@ def select_cispo(rollouts: Sequence[Rollout]) -> list[Sample]:
     return samples
 
 
-def cispo_batches(samples: Sequence[Sample], batch_size: int) -> list[list[Sample]]:
+def whole_group_batches(samples: Sequence[Sample], batch_size: int) -> list[list[Sample]]:
     """Pack whole groups into batches of at most ``batch_size`` sequences.
 
     Groups keep their order of first appearance and are never split; a new
