@@ -17,7 +17,9 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from sgs.config.evaluation import EvaluationConfig
+from sgs.config.evaluation import CONTAMINATION_MODES, EvaluationConfig  # noqa: F401  (imported from here by the rest)
+from sgs.config.sampling import STATEMENT_GRAMMAR, RoleSampling, SamplingConfig  # noqa: F401  (likewise)
+from sgs.config.training import LEARNER_STRATEGIES, OPTIMIZER_STATES, TrainingConfig  # noqa: F401  (likewise)
 from sgs.config.method import (  # noqa: F401  (the method's choices, imported from here by the rest)
     CONJECTURE_DEDUPS,
     CONJECTURER_PROMPTS,
@@ -38,15 +40,11 @@ CONFIG_NAME = "config"
 SCHEMA_NAME = "sgs_schema"
 
 # Allowed values of the string-valued choice fields (the method's: sgs.config.method).
-OPTIMIZER_STATES = ("reset", "persist")
-LEARNER_STRATEGIES = ("auto", "ddp", "deepspeed")
 DTYPES = ("float32", "bfloat16", "float16")
 PROVER_BACKENDS = ("lean", "rocq")
 PROOF_LANGUAGES = ("lean", "rocq")
 ENGINE_BACKENDS = ("transformers", "vllm")
 WEIGHT_TRANSFERS = ("checkpoint", "direct")
-#: sampling.conjecturer_grammar naming the prover language's built-in statement grammar
-STATEMENT_GRAMMAR = "statement"
 WANDB_MODES = ("auto", "offline", "online", "disabled")
 WARMSTART_MODES = ("auto", "always", "never")
 ROLES = ("solver", "conjecturer", "guide")
@@ -68,8 +66,6 @@ ROCQ_TARGETS = "pkg://sgs/data/rocq_targets.jsonl"
 KNOWN_TARGET_LANGUAGES = {D3K_TARGETS: "lean", ROCQ_TARGETS: "rocq"}
 #: Seconds between heartbeats of an engine actor with work in flight.
 ENGINE_HEARTBEAT_INTERVAL_S = 5.0
-#: What a run does with conjectures that state a benchmark problem.
-CONTAMINATION_MODES = ("exclude", "flag")
 #: Ray placement group strategies.
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
@@ -110,95 +106,6 @@ class TargetsConfig:
     held_out_fraction: float = 0.0
     #: Target ids always held out for evaluation, on top of the fraction.
     held_out_ids: list[str] = field(default_factory=list)
-
-
-@dataclass
-class RoleSampling:
-    """Sampling settings of one role's generation engine."""
-
-    #: Largest number of generated tokens per sample (prompt not included).
-    max_tokens: int = 8192
-    #: Softmax temperature; 0 is greedy decoding.
-    temperature: float = 1.0
-    #: Nucleus sampling mass; 1.0 disables top-p filtering.
-    top_p: float = 1.0
-
-
-@dataclass
-class SamplingConfig:
-    """Generation settings per role."""
-
-    #: The Solver: writes k proofs per problem.
-    solver: RoleSampling = field(default_factory=RoleSampling)
-    #: The Conjecturer: writes one statement per unsolved target.
-    conjecturer: RoleSampling = field(default_factory=RoleSampling)
-    #: The Guide: writes a review with three sub-scores.
-    guide: RoleSampling = field(default_factory=RoleSampling)
-    #: Grammar every Conjecturer output follows (constrained decoding,
-    #: sgs/method/roles/grammar.py): null for free text (the paper), ``statement``
-    #: for the prover language's built-in statement grammar (Rocq: a typed
-    #: fragment whose statements have no free variable; Lean has none, and
-    #: samples freely), or the path of an EBNF file in xgrammar's dialect.
-    #: The checks do not change: every statement is still elaborated.
-    conjecturer_grammar: str | None = None
-    #: Log-probs of this many most likely tokens are kept per generated
-    #: position, for the token-entropy metric (SPEC §1.6); 0 keeps none.
-    entropy_top_logprobs: int = 10
-    #: Keep the Solver's iteration-0 samples (of the base weights) on the
-    #: training targets in a cache shared by runs (``<cache dir>/starts/``), so
-    #: that experiments with the same seed, base weights, engine backend and
-    #: sampling settings start from the same iteration-0 samples: a comparison
-    #: of two methods with one seed is then paired.  Off: every run draws its own.
-    share_start_samples: bool = True
-
-
-@dataclass
-class TrainingConfig:
-    """Optimiser and batching of the Solver and Conjecturer updates (App. C)."""
-
-    #: Constant learning rate of both trained roles.
-    learning_rate: float = 3e-6
-    #: Sequences per optimiser step, over all learner workers.
-    global_batch_size: int = 32
-    #: Sequences per forward/backward pass on one learner worker; gradient
-    #: accumulation makes up the rest of the global batch.
-    micro_batch_size: int = 1
-    #: Adam beta1.
-    adam_beta1: float = 0.9
-    #: Adam beta2.
-    adam_beta2: float = 0.95
-    #: Adam epsilon.
-    adam_epsilon: float = 1e-8
-    #: Decoupled weight decay; 0 is plain Adam.
-    weight_decay: float = 0.0
-    #: Gradients are clipped to this global L2 norm.
-    grad_clip_norm: float = 1.0
-    #: Passes over each iteration's training set.
-    epochs_per_iteration: int = 1
-    #: Longest training sequence (prompt plus generation), in tokens; longer
-    #: ones are truncated.
-    max_seq_len: int = 8192
-    #: ``reset`` builds a fresh optimizer every iteration (the reference);
-    #: ``persist`` carries the Adam state over to the next iteration.
-    optimizer_state: str = "reset"
-    #: Role checkpoints kept in the run directory (the newest ones).
-    keep_checkpoints: int = 2
-    #: Train in bf16 with fp32 master weights; null follows the model's dtype
-    #: (on for ``bfloat16`` models, off otherwise).
-    bf16: bool | None = None
-    #: Recompute activations in the backward pass to save memory.
-    gradient_checkpointing: bool = False
-    #: Data parallelism of the learner: ``deepspeed`` (DeepSpeed ZeRO stage 2:
-    #: gradients and Adam state partitioned over the learner workers, which a
-    #: 7B model on 80 GB GPUs needs), ``ddp`` (torch DDP: every worker holds
-    #: all of them) or ``auto``: deepspeed when the learner workers have GPUs,
-    #: ddp on CPU (where DeepSpeed only adds start-up time).  Same weights either way.
-    strategy: str = "auto"
-    #: After each update the engines' log-probs of a fixed probe sequence are
-    #: compared with the learner's; a mean gap per token (nats) above this
-    #: logs a warning: the engines may not serve the weights the learner
-    #: wrote (bf16 engines against an fp32 learner differ by ~1e-2).
-    probe_logprob_tolerance: float = 0.05
 
 
 @dataclass
