@@ -19,14 +19,14 @@ group          options (``conf/<group>/<option>.yaml``)
 The dataclass defaults are the paper's values (App. C) for the ``standard``
 method; the group files choose model, prover, hardware and scale.
 
-Three modules, each importing only the one before it (and none of them any
-data loading):
+Three steps, each module importing only those of the steps before it (and none
+of them any data loading):
 
 * :mod:`sgs.config.schema`: the dataclasses, every field documented where it
   is declared, and the allowed values of the choice fields (the method,
-  sampling, training and evaluation settings and the prover service's live in
-  modules of their own, which the schema imports; ``conf/serve.yaml`` is
-  the service's primary config);
+  sampling, training, model, prover and evaluation settings and the prover
+  service's live in modules of their own, which the schema imports;
+  ``conf/serve.yaml`` is the service's primary config);
 * :mod:`sgs.config.validation`: :func:`validate` turns a composed
   ``DictConfig`` into a typed :class:`SGSConfig`, or raises
   :class:`ConfigError` listing every problem (value ranges, unknown choices,
@@ -34,6 +34,7 @@ data loading):
   names are checked against :mod:`sgs.config.benchmark_names`.  The nodes
   kept in modules of their own (:mod:`sgs.config.method`,
   :mod:`sgs.config.sampling`, :mod:`sgs.config.training`,
+  :mod:`sgs.config.model`, :mod:`sgs.config.prover`,
   :mod:`sgs.config.evaluation`, :mod:`sgs.config.serve`) check themselves
   there, beside their fields, with the checks of :mod:`sgs.config.checks`;
   what the Solver objective asks of the config is its registry's to check

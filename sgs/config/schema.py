@@ -15,11 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
 
 from sgs.config.evaluation import CONTAMINATION_MODES, EvaluationConfig  # noqa: F401  (imported from here by the rest)
 from sgs.config.sampling import STATEMENT_GRAMMAR, RoleSampling, SamplingConfig  # noqa: F401  (likewise)
 from sgs.config.training import LEARNER_STRATEGIES, OPTIMIZER_STATES, TrainingConfig  # noqa: F401  (likewise)
+from sgs.config.model import DTYPES, ModelConfig, TinyModelSettings  # noqa: F401  (likewise)
+from sgs.config.prover import (  # noqa: F401  (likewise)
+    BACKEND_LANGUAGE,
+    PROOF_LANGUAGES,
+    PROVER_BACKENDS,
+    LeanSettings,
+    ProverConfig,
+    RocqSettings,
+)
 from sgs.config.method import (  # noqa: F401  (the method's choices, imported from here by the rest)
     CONJECTURE_DEDUPS,
     CONJECTURER_PROMPTS,
@@ -40,17 +48,12 @@ CONFIG_NAME = "config"
 SCHEMA_NAME = "sgs_schema"
 
 # Allowed values of the string-valued choice fields (the method's: sgs.config.method).
-DTYPES = ("float32", "bfloat16", "float16")
-PROVER_BACKENDS = ("lean", "rocq")
-PROOF_LANGUAGES = ("lean", "rocq")
 ENGINE_BACKENDS = ("transformers", "vllm")
 WEIGHT_TRANSFERS = ("checkpoint", "direct")
 WANDB_MODES = ("auto", "offline", "online", "disabled")
 WARMSTART_MODES = ("auto", "always", "never")
 ROLES = ("solver", "conjecturer", "guide")
 
-#: The proof language each prover backend checks.
-BACKEND_LANGUAGE = {"lean": "lean", "rocq": "rocq"}
 
 # Target sources are strings in one of three forms:
 #   pkg://<package>/<path>  a file shipped inside an installed Python package
@@ -106,123 +109,6 @@ class TargetsConfig:
     held_out_fraction: float = 0.0
     #: Target ids always held out for evaluation, on top of the fraction.
     held_out_ids: list[str] = field(default_factory=list)
-
-
-@dataclass
-class TinyModelSettings:
-    """Architecture and tokenizer of the tiny Llama built by ``sgs.machinery.models.tiny``.
-
-    head_dim = hidden_size / num_attention_heads must be at least 32 for
-    vLLM's CPU attention kernels.
-    """
-
-    #: Target vocabulary of the byte-level BPE tokenizer, special tokens
-    #: included; a small corpus may yield fewer tokens.
-    vocab_size: int = 2048
-    #: Width of the residual stream.
-    hidden_size: int = 128
-    #: Width of the MLP's hidden layer.
-    intermediate_size: int = 256
-    #: Number of transformer blocks.
-    num_hidden_layers: int = 2
-    #: Query heads per attention layer.
-    num_attention_heads: int = 4
-    #: Key/value heads (grouped-query attention); must divide the query heads.
-    num_key_value_heads: int = 4
-    #: Longest sequence (prompt plus generation) the model accepts.  RoPE
-    #: positions have no weights, so a long context costs nothing; 16384 fits
-    #: the paper's 8192-token generations after a prompt.
-    max_position_embeddings: int = 16384
-    #: Base of the rotary position embedding.
-    rope_theta: float = 10000.0
-    #: A BPE merge is learned only from pairs seen at least this often.
-    min_token_frequency: int = 2
-
-
-@dataclass
-class ModelConfig:
-    """The base model all three roles start from."""
-
-    #: Short label for logs and run names.
-    name: str = MISSING
-    #: Hugging Face hub id or local directory of the base checkpoint; null
-    #: builds the tiny model from ``tiny`` (no download).
-    path: str | None = None
-    #: Tokenizer hub id or directory; null uses ``path``.
-    tokenizer_path: str | None = None
-    #: Weights of the Guide, e.g. a checkpoint fine-tuned for the review
-    #: format; null uses the base model.
-    guide_path: str | None = None
-    #: Weight dtype for generation and checkpoints.
-    dtype: str = "bfloat16"
-    #: The model is too large for CPU inference and training.
-    needs_gpu: bool = False
-    #: Builder settings when ``path`` is null.
-    tiny: TinyModelSettings | None = None
-    #: Factor on ``training.learning_rate`` for this model's self-play
-    #: updates.  The experiments give the paper's rates, which suit a 7B
-    #: model; a far smaller model needs far larger steps (the tiny model: 100).
-    learning_rate_scale: float = 1.0
-
-
-@dataclass
-class LeanSettings:
-    """How to start the Lean 4 REPL (leanprover-community/repl)."""
-
-    #: Command that starts one REPL process, run in ``project_dir``; the first
-    #: word must be an executable on PATH or a path (relative paths are
-    #: relative to ``project_dir``).
-    repl_command: str = "lake env repl"
-    #: Lean project (with Mathlib built) that the REPL runs in.
-    project_dir: str = MISSING
-
-
-@dataclass
-class RocqSettings:
-    """How to start the Rocq (Coq) checker."""
-
-    #: The ``coqtop`` executable: a name on PATH or a path.
-    coqtop: str = "coqtop"
-    #: Proof features that reach Coq 8.16's known soundness bugs, accepted
-    #: anyway: ``fixpoints`` (``fix``/``cofix`` in proofs and statements; the
-    #: guard checker's bugs, which the audit shares) and ``vm_reduction``
-    #: (``vm_compute``, ``native_compute``, ``Compute``, ``<:`` casts; the
-    #: VM's bugs).  Empty by default: such proofs are refused with
-    #: ``known_bug:<feature>`` (``lean_env/rocq/known_bugs.py``).
-    allow_bug_prone_features: list[str] = field(default_factory=list)
-
-
-@dataclass
-class ProverConfig:
-    """The proof checker and the proof language (SPEC §3)."""
-
-    #: Checker process: ``lean`` (Lean 4 REPL) or ``rocq`` (coqtop).
-    backend: str = MISSING
-    #: Language of statements and proofs; selects prompt templates, output
-    #: parsers and the target format.  Must be the backend's language.
-    language: str = MISSING
-    #: Wall-clock limit for checking one proof, in seconds.
-    timeout: float = 200.0
-    #: Axioms a valid proof may depend on (Lean: ``#print axioms``); Rocq
-    #: proofs must be closed under the global context, so its list is empty.
-    allowed_axioms: list[str] = field(default_factory=list)
-    #: Share (0 to 1) of the ``valid`` verdicts re-checked through the
-    #: backend's independent audit path (Rocq: ``coqc`` + ``coqchk`` in a fresh
-    #: sandbox; Lean: ``lake env lean`` + ``#print axioms``).  A disagreement
-    #: withholds the proof's reward, is logged to
-    #: ``<run_dir>/audit_disagreements.jsonl`` and counted
-    #: (``verifier/audit_disagreements``).  The sample is fixed by the proof's
-    #: task id, so a resumed run audits the same proofs.
-    audit_fraction: float = 0.01
-    #: Target set used when ``targets.source`` is not given.
-    default_targets: str = MISSING
-    #: Warm-start corpus used when ``warmstart.corpus`` is not given; null
-    #: when the language ships none.
-    default_warmstart_corpus: str | None = None
-    #: Lean settings; required when ``backend`` is ``lean``.
-    lean: LeanSettings | None = None
-    #: Rocq settings; required when ``backend`` is ``rocq``.
-    rocq: RocqSettings | None = None
 
 
 @dataclass

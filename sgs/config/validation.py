@@ -17,25 +17,23 @@ import math
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from lean_env.rocq.known_bugs import FEATURE_NAMES as BUG_PRONE_FEATURES
 from sgs.config.benchmark_names import benchmark_problems
 from sgs.config.checks import at_least, choice
 from sgs.config.derived import active_engines, declared_gpus
 from sgs.config.evaluation import evaluation_problems
 from sgs.config.method import method_problems
+from sgs.config.model import model_problems
+from sgs.config.prover import prover_problems
 from sgs.config.sampling import sampling_problems
 from sgs.config.serve import serve_problems
 from sgs.config.training import training_problems
 from sgs.config.schema import (
-    BACKEND_LANGUAGE,
-    DTYPES,
     ENGINE_BACKENDS,
     ENGINE_HEARTBEAT_INTERVAL_S,
     HUB_SCHEME,
     KNOWN_TARGET_LANGUAGES,
     PLACEMENT_STRATEGIES,
     PROOF_LANGUAGES,
-    PROVER_BACKENDS,
     ROLES,
     WANDB_MODES,
     WARMSTART_MODES,
@@ -97,81 +95,25 @@ def _batches_fill_the_workers(problems: list[str], node: str, batches: TrainingC
         )
 
 
-def _check_model(problems: list[str], model: ModelConfig, cfg: SGSConfig) -> None:
-    if not model.name:
-        problems.append("model.name must not be empty")
-    choice(problems, "model.dtype", model.dtype, DTYPES)
-    if model.path is None and model.tiny is None:
-        problems.append("model.path is null and model.tiny is not set: give a checkpoint path or tiny-model settings")
-    if model.path is None and model.needs_gpu:
-        problems.append("model.needs_gpu=true but model.path is null: the locally built tiny model runs on CPU")
-    if not (model.learning_rate_scale > 0 and math.isfinite(model.learning_rate_scale)):
-        problems.append(f"model.learning_rate_scale={model.learning_rate_scale!r} must be positive and finite")
+def _check_model_fits(problems: list[str], model: ModelConfig, cfg: SGSConfig) -> None:
+    """What the model's dtype and the tiny model's context allow the training and sampling nodes."""
     if model.dtype == "float16" and cfg.training.bf16:
         problems.append("training.bf16=true contradicts model.dtype='float16'; use model.dtype=bfloat16 or float32")
     tiny = model.tiny
-    if tiny is None:
+    if model.path is not None or tiny is None:
         return
-    for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                "num_key_value_heads", "min_token_frequency"):
-        at_least(problems, f"model.tiny.{key}", getattr(tiny, key), 1)
-    if not tiny.rope_theta > 0:
-        problems.append(f"model.tiny.rope_theta={tiny.rope_theta!r} must be positive")
-    # The 256 byte symbols plus the 6 special tokens of sgs.machinery.models.tiny.
-    at_least(problems, "model.tiny.vocab_size", tiny.vocab_size, 262)
-    if tiny.num_attention_heads >= 1 and tiny.num_key_value_heads >= 1:
-        if tiny.hidden_size % tiny.num_attention_heads:
-            problems.append(
-                f"model.tiny.hidden_size={tiny.hidden_size} must be divisible by "
-                f"model.tiny.num_attention_heads={tiny.num_attention_heads}"
-            )
-        elif tiny.hidden_size // tiny.num_attention_heads < 32:
-            problems.append(
-                f"model.tiny head_dim = hidden_size / num_attention_heads = "
-                f"{tiny.hidden_size // tiny.num_attention_heads} must be at least 32 (vLLM CPU attention)"
-            )
-        if tiny.num_attention_heads % tiny.num_key_value_heads:
-            problems.append(
-                f"model.tiny.num_key_value_heads={tiny.num_key_value_heads} must divide "
-                f"model.tiny.num_attention_heads={tiny.num_attention_heads}"
-            )
-    if model.path is None:
-        if tiny.max_position_embeddings < cfg.training.max_seq_len:
-            problems.append(
-                f"model.tiny.max_position_embeddings={tiny.max_position_embeddings} is shorter than "
-                f"training.max_seq_len={cfg.training.max_seq_len}"
-            )
-        for role in ("solver", "conjecturer", "guide"):
-            max_tokens = getattr(cfg.sampling, role).max_tokens
-            if tiny.max_position_embeddings <= max_tokens:
-                problems.append(
-                    f"model.tiny.max_position_embeddings={tiny.max_position_embeddings} leaves no room for a "
-                    f"prompt before sampling.{role}.max_tokens={max_tokens} generated tokens"
-                )
-
-
-def _check_prover(problems: list[str], prover: ProverConfig) -> None:
-    choice(problems, "prover.backend", prover.backend, PROVER_BACKENDS)
-    choice(problems, "prover.language", prover.language, PROOF_LANGUAGES)
-    expected = BACKEND_LANGUAGE.get(prover.backend)
-    if expected is not None and prover.language in PROOF_LANGUAGES and prover.language != expected:
+    if tiny.max_position_embeddings < cfg.training.max_seq_len:
         problems.append(
-            f"prover.language={prover.language!r} cannot be checked by prover.backend={prover.backend!r}, "
-            f"which checks {expected}"
+            f"model.tiny.max_position_embeddings={tiny.max_position_embeddings} is shorter than "
+            f"training.max_seq_len={cfg.training.max_seq_len}"
         )
-    if not prover.timeout > 0:
-        problems.append(f"prover.timeout={prover.timeout!r} must be positive (seconds)")
-    if not 0 <= prover.audit_fraction <= 1:
-        problems.append(f"prover.audit_fraction={prover.audit_fraction!r} must be between 0 and 1")
-    if prover.backend == "lean" and prover.lean is None:
-        problems.append("prover.backend='lean' needs prover.lean settings (use prover=lean)")
-    if prover.backend == "rocq" and prover.rocq is None:
-        problems.append("prover.backend='rocq' needs prover.rocq settings (use prover=rocq)")
-    if prover.rocq is not None:
-        unknown = sorted(set(prover.rocq.allow_bug_prone_features) - set(BUG_PRONE_FEATURES))
-        if unknown:
-            problems.append(f"prover.rocq.allow_bug_prone_features: unknown {unknown} "
-                            f"(choose from {list(BUG_PRONE_FEATURES)})")
+    for role in ("solver", "conjecturer", "guide"):
+        max_tokens = getattr(cfg.sampling, role).max_tokens
+        if tiny.max_position_embeddings <= max_tokens:
+            problems.append(
+                f"model.tiny.max_position_embeddings={tiny.max_position_embeddings} leaves no room for a "
+                f"prompt before sampling.{role}.max_tokens={max_tokens} generated tokens"
+            )
 
 
 def _check_targets(problems: list[str], targets: TargetsConfig, prover: ProverConfig) -> None:
@@ -326,14 +268,15 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
     if not cfg.experiment:
         problems.append("experiment must not be empty")
     _check_targets(problems, cfg.targets, cfg.prover)
-    # The nodes that check themselves beside their fields (method, sampling, training,
-    # evaluation, serve), the nodes still checked here, and what ties nodes together.
+    # The nodes that check themselves beside their fields (method, sampling, training, model,
+    # prover, evaluation, serve), the nodes still checked here, and what ties nodes together.
     problems.extend(method_problems(cfg.method))
     problems.extend(sampling_problems(cfg.sampling))
     problems.extend(training_problems(cfg.training))
     _batches_fill_the_workers(problems, "training", cfg.training, cfg.resources.learner_workers)
-    _check_model(problems, cfg.model, cfg)
-    _check_prover(problems, cfg.prover)
+    problems.extend(model_problems(cfg.model))
+    _check_model_fits(problems, cfg.model, cfg)
+    problems.extend(prover_problems(cfg.prover))
     _check_resources(problems, cfg.resources, cfg)
     _check_warmstart(problems, cfg.warmstart, cfg)
     problems.extend(evaluation_problems(cfg.evaluation))
