@@ -24,8 +24,8 @@ of them any data loading):
 
 * :mod:`sgs.config.schema`: the dataclasses, every field documented where it
   is declared, and the allowed values of the choice fields (the method,
-  sampling, training, model, prover and evaluation settings and the prover
-  service's live in modules of their own, which the schema imports;
+  sampling, training, model, prover, resources and evaluation settings and
+  the prover service's live in modules of their own, which the schema imports;
   ``conf/serve.yaml`` is the service's primary config);
 * :mod:`sgs.config.validation`: :func:`validate` turns a composed
   ``DictConfig`` into a typed :class:`SGSConfig`, or raises
@@ -35,7 +35,8 @@ of them any data loading):
   kept in modules of their own (:mod:`sgs.config.method`,
   :mod:`sgs.config.sampling`, :mod:`sgs.config.training`,
   :mod:`sgs.config.model`, :mod:`sgs.config.prover`,
-  :mod:`sgs.config.evaluation`, :mod:`sgs.config.serve`) check themselves
+  :mod:`sgs.config.resources`, :mod:`sgs.config.evaluation`,
+  :mod:`sgs.config.serve`) check themselves
   there, beside their fields, with the checks of :mod:`sgs.config.checks`;
   what the Solver objective asks of the config is its registry's to check
   (:func:`sgs.method.registry.config_problems`);

@@ -24,20 +24,17 @@ from sgs.config.evaluation import evaluation_problems
 from sgs.config.method import method_problems
 from sgs.config.model import model_problems
 from sgs.config.prover import prover_problems
+from sgs.config.resources import resources_problems
 from sgs.config.sampling import sampling_problems
 from sgs.config.serve import serve_problems
 from sgs.config.training import training_problems
 from sgs.config.schema import (
-    ENGINE_BACKENDS,
-    ENGINE_HEARTBEAT_INTERVAL_S,
     HUB_SCHEME,
     KNOWN_TARGET_LANGUAGES,
-    PLACEMENT_STRATEGIES,
     PROOF_LANGUAGES,
     ROLES,
     WANDB_MODES,
     WARMSTART_MODES,
-    WEIGHT_TRANSFERS,
     ConfigError,
     ModelConfig,
     ProverConfig,
@@ -144,55 +141,11 @@ def _check_targets(problems: list[str], targets: TargetsConfig, prover: ProverCo
 
 
 def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSConfig) -> None:
-    choice(problems, "resources.engine_backend", resources.engine_backend, ENGINE_BACKENDS)
-    if resources.ray_address is not None and not resources.ray_address.strip():
-        problems.append("resources.ray_address must not be empty; use null to start a local cluster")
-    at_least(problems, "resources.num_cpus", resources.num_cpus, 1)
-    at_least(problems, "resources.num_gpus", resources.num_gpus, 0)
-    at_least(problems, "resources.simulated_gpus", resources.simulated_gpus, 0)
-    at_least(problems, "resources.solver_engines", resources.solver_engines, 1)
+    """What the method, the model and the GPUs the config declares ask of the resources."""
     if cfg.method.conjectures_per_target > 0:
         at_least(problems, "resources.conjecturer_engines", resources.conjecturer_engines, 1)
     if cfg.method.use_guide:
         at_least(problems, "resources.guide_engines", resources.guide_engines, 1)
-    at_least(problems, "resources.verifier_workers", resources.verifier_workers, 1)
-    at_least(problems, "resources.learner_workers", resources.learner_workers, 1)
-    at_least(problems, "resources.learner_restarts", resources.learner_restarts, 0)
-    for key in ("cpus_per_engine", "gpus_per_engine", "cpus_per_verifier",
-                "cpus_per_learner_worker", "gpus_per_learner_worker"):
-        at_least(problems, f"resources.{key}", getattr(resources, key), 0.0)
-
-    choice(problems, "resources.engine_sleep_level", resources.engine_sleep_level, (1, 2))
-    fraction = resources.engine_gpu_memory_fraction
-    if fraction is not None and not 0 < fraction <= 1:
-        problems.append(f"resources.engine_gpu_memory_fraction={fraction!r} must be in (0, 1], or null for vLLM's 0.9")
-    for key in ("engine_heartbeat_timeout_s", "engine_restart_timeout_s"):
-        if not getattr(resources, key) > ENGINE_HEARTBEAT_INTERVAL_S:
-            problems.append(f"resources.{key}={getattr(resources, key)!r} must exceed the heartbeat interval "
-                            f"({ENGINE_HEARTBEAT_INTERVAL_S:g} s)")
-    if resources.colocate_engines_with_learner and resources.gpus_per_engine > 0:
-        problems.append("resources.colocate_engines_with_learner=true pins engines to GPUs outside Ray's "
-                        "accounting (the learner holds the GPUs); set resources.gpus_per_engine=0")
-    choice(problems, "resources.weight_transfer", resources.weight_transfer, WEIGHT_TRANSFERS)
-    if resources.weight_transfer == "direct":
-        if resources.engine_backend != "vllm":
-            problems.append("resources.weight_transfer=direct needs vLLM engines (resources.engine_backend=vllm); "
-                            "the transformers engines load checkpoints")
-        if resources.colocate_engines_with_learner:
-            problems.append("resources.weight_transfer=direct cannot reach engines colocated with the learner "
-                            "(NCCL needs a GPU per rank and the learner's rank 0 shares GPU 0); use checkpoint")
-        if resources.sleep_engines_during_training:
-            problems.append("resources.weight_transfer=direct sends weights while the engines would sleep; set "
-                            "resources.sleep_engines_during_training=false or weight_transfer=checkpoint")
-    if not resources.weight_transfer_timeout_s > 0:
-        problems.append(f"resources.weight_transfer_timeout_s={resources.weight_transfer_timeout_s!r} must be positive")
-    for key in ("engine_placement", "verifier_placement", "learner_placement"):
-        choice(problems, f"resources.{key}", getattr(resources, key), PLACEMENT_STRATEGIES)
-
-    # Ray Train gives each rank one whole GPU (NCCL and DeepSpeed need a GPU of their own per rank).
-    if resources.gpus_per_learner_worker not in (0, 1):
-        problems.append(f"resources.gpus_per_learner_worker={resources.gpus_per_learner_worker!r} must be 0 (CPU) or "
-                        f"1 (one GPU per data-parallel rank)")
     if resources.simulated_gpus > 0:
         _check_simulated(problems, resources, cfg)
     on_cpu = [f"resources.{key}=0" for key in ("gpus_per_engine", "gpus_per_learner_worker")
@@ -269,7 +222,8 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
         problems.append("experiment must not be empty")
     _check_targets(problems, cfg.targets, cfg.prover)
     # The nodes that check themselves beside their fields (method, sampling, training, model,
-    # prover, evaluation, serve), the nodes still checked here, and what ties nodes together.
+    # prover, resources, evaluation, serve), the nodes still checked here, and what ties
+    # nodes together.
     problems.extend(method_problems(cfg.method))
     problems.extend(sampling_problems(cfg.sampling))
     problems.extend(training_problems(cfg.training))
@@ -277,6 +231,7 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
     problems.extend(model_problems(cfg.model))
     _check_model_fits(problems, cfg.model, cfg)
     problems.extend(prover_problems(cfg.prover))
+    problems.extend(resources_problems(cfg.resources))
     _check_resources(problems, cfg.resources, cfg)
     _check_warmstart(problems, cfg.warmstart, cfg)
     problems.extend(evaluation_problems(cfg.evaluation))
