@@ -40,6 +40,7 @@ from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirem
 from sgs.config import resolve_source_path, validate
 from sgs.loop.phases import PHASES
 from sgs.loop.stopping import stop_reason
+from sgs.method.registry import config_problems as objective_problems
 from sgs.state.benchmarks import Benchmark, BenchmarkError, load_benchmark
 from sgs.state.records import Target
 from sgs.state.store import Store, StoreError
@@ -56,10 +57,6 @@ def main(raw: DictConfig) -> None:
     except ConfigError as error:
         print(error, file=sys.stderr)
         sys.exit(EXIT_CONFIG)
-    # Imported only now: the objectives' losses load torch (seconds), and the checks above
-    # answer most mistyped command lines without it.
-    from sgs.method.registry import config_problems as objective_problems
-
     problems = objective_problems(cfg)
     if problems:
         print(ConfigError(problems), file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Hand-computed cases, gradients and a few properties for sgs.method.objectives."""
+"""Hand-computed cases, gradients and a few properties for sgs.method.objectives and sgs.method.losses."""
 
 import math
 
@@ -7,22 +7,24 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sgs.method.losses import (
+    cispo_loss,
+    clipped_importance_weights,
+    conjecturer_loss,
+    group_token_counts,
+    weighted_nll_loss,
+)
 from sgs.method.objectives import (
     Rollout,
     Sample,
     StoredProof,
-    whole_group_batches,
-    cispo_loss,
-    clipped_importance_weights,
-    conjecturer_loss,
     expert_iteration_targets,
     group_advantages,
-    group_token_counts,
     select_cispo,
     select_expert_iteration,
     select_reinforce,
     select_reinforce_half,
-    weighted_nll_loss,
+    whole_group_batches,
 )
 
 # --------------------------------------------------------------------------

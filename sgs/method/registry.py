@@ -20,7 +20,9 @@ names the objectives a run may choose for the Solver
 (``sgs.config.method.SOLVER_OBJECTIVES``, each a registered name).  The
 model is verl's registry of policy losses and prime-rl's one module per
 algorithm, whose pipelines never branch on an algorithm's name; the math the
-entries point to is :mod:`sgs.method.objectives`.
+entries point to is :mod:`sgs.method.objectives` (selection) and
+:mod:`sgs.method.losses` (losses, imported at the first loss: the registry
+itself loads no torch).
 """
 
 from __future__ import annotations
@@ -32,23 +34,21 @@ from typing import TYPE_CHECKING, Protocol
 from sgs.config.method import MethodConfig
 from sgs.config.schema import SGSConfig
 from sgs.method.objectives import (
-    Normalisation,
     Rollout,
     Sample,
     StoredProof,
-    cispo_loss,
-    conjecturer_loss,
     expert_iteration_targets,
     select_cispo,
     select_expert_iteration,
     select_nothing,
     select_reinforce,
     select_reinforce_half,
-    weighted_nll_loss,
 )
 
 if TYPE_CHECKING:
     from torch import Tensor
+
+    from sgs.method.losses import Normalisation
 
 
 @dataclass(frozen=True)
@@ -132,23 +132,34 @@ class Objective:
         return self.loss is not None
 
 
+def _losses():
+    """:mod:`sgs.method.losses`, imported at the first loss computed: it loads torch, and
+    ``python -m sgs`` reads the registry (:func:`config_problems`) before torch loads."""
+    from sgs.method import losses
+
+    return losses
+
+
 def weighted_nll(batch: LossBatch, settings: LossSettings) -> Tensor:
     """REINFORCE, REINFORCE½ and expert iteration: reward-weighted NLL."""
-    return weighted_nll_loss(batch.logprobs, batch.mask, batch.weights, normalisation=settings.loss_normalisation,
-                             num_tokens_global=batch.num_tokens, num_sequences_global=batch.num_sequences)
+    return _losses().weighted_nll_loss(
+        batch.logprobs, batch.mask, batch.weights, normalisation=settings.loss_normalisation,
+        num_tokens_global=batch.num_tokens, num_sequences_global=batch.num_sequences)
 
 
 def conjecturer_nll(batch: LossBatch, settings: LossSettings) -> Tensor:
     """The Conjecturer's weighted NLL on its normalised rewards."""
-    return conjecturer_loss(batch.logprobs, batch.mask, batch.weights, normalisation=settings.loss_normalisation,
-                            num_tokens_global=batch.num_tokens, num_sequences_global=batch.num_sequences)
+    return _losses().conjecturer_loss(
+        batch.logprobs, batch.mask, batch.weights, normalisation=settings.loss_normalisation,
+        num_tokens_global=batch.num_tokens, num_sequences_global=batch.num_sequences)
 
 
 def cispo(batch: LossBatch, settings: LossSettings) -> Tensor:
     """CISPO over the step's groups, with importance weights clipped to the configured ratio range."""
-    return cispo_loss(batch.logprobs, batch.old_logprobs, batch.mask, batch.weights, batch.group_ids,
-                      eps_low=1.0 - settings.cispo_ratio_min, eps_high=settings.cispo_ratio_max - 1.0,
-                      group_num_tokens=batch.group_num_tokens, num_groups_global=batch.num_groups)
+    return _losses().cispo_loss(
+        batch.logprobs, batch.old_logprobs, batch.mask, batch.weights, batch.group_ids,
+        eps_low=1.0 - settings.cispo_ratio_min, eps_high=settings.cispo_ratio_max - 1.0,
+        group_num_tokens=batch.group_num_tokens, num_groups_global=batch.num_groups)
 
 
 #: Every registered objective by name, in registration order.
@@ -196,8 +207,8 @@ def config_problems(cfg: SGSConfig) -> list[str]:
 
     Kept here rather than in :mod:`sgs.config.validation` because the answer
     depends on the objective's entry, which the config layer cannot import: it
-    sits below the method (``tests/test_layout.py``) and answers before torch
-    loads.  ``python -m sgs`` runs this right after the config's own checks.
+    sits below the method (``tests/test_layout.py``).  ``python -m sgs`` runs
+    this right after the config's own checks, before torch loads.
     """
     method, training = cfg.method, cfg.training
     chosen = objective(method.solver_objective)

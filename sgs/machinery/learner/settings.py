@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sgs.method.objectives import Normalisation
+from sgs.method.losses import Normalisation
 
 
 Strategy = Literal["auto", "ddp", "deepspeed"]
