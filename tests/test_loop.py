@@ -727,6 +727,36 @@ def test_solver_only_experiment_on_vllm_engines_that_take_weights_directly(tmp_p
 
 
 @pytest.mark.slow
+def test_a_cispo_run_trains_the_solver_on_whole_groups_with_the_samplers_logprobs(tmp_path, warm_run):
+    """CISPO end to end: its entry asks for the sampler's log-probs and whole groups, and
+    the Solver trains exactly when its selection holds something."""
+    run_dir = tmp_path / "run"
+    proc = _sgs("+experiment=cispo_solver_only", *warm_run, "iterations=2", "logging.wandb_mode=disabled",
+                f"run_dir={run_dir}", timeout=500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_run(run_dir, iterations=2, conjectures_per_target=0, objective="cispo").close()
+
+
+@pytest.mark.slow
+def test_an_expert_iteration_run_trains_the_solver_on_the_stored_proofs_it_replays(tmp_path, warm_run):
+    """Expert iteration end to end: its entry replays the stored proofs of the last
+    method.ei_replay_iterations iterations (the current one included)."""
+    run_dir = tmp_path / "run"
+    proc = _sgs("+experiment=ei_solver_only", *warm_run, "iterations=2", "logging.wandb_mode=disabled",
+                f"run_dir={run_dir}", timeout=500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    store = Store.open(run_dir, None, yaml.safe_load((run_dir / "config.yaml").read_text()))
+    try:
+        assert [m["iteration"] for m in store.metrics()] == [0, 1]
+        for it in range(2):
+            replayed = [p for p in store.solved_registry.recent_proofs(since_iteration=it - 2)
+                        if p.iteration <= it and p.reward != 0.0]
+            assert (it in store.checkpoint_iterations("solver")) == bool(replayed)
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
 def test_parallel_sampling_samples_the_warm_start_every_iteration_and_never_trains(tmp_path, warm_run):
     """The paper's third curve of Figure 1: the warm Solver draws k proofs per target in
     every iteration and is never updated."""
