@@ -48,6 +48,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sgs.machinery.learner import TorchUpdate, TrainExample, TrainSettings, make_optimizer, plan_steps, run_steps, train
 from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
+from sgs.method.registry import objective
 from shapes import build_7b
 
 OBJECTIVE = "reinforce"
@@ -100,10 +101,10 @@ def plain_loop(checkpoint: str, examples: list[TrainExample], settings: TrainSet
     model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype).to(device)
     if settings.gradient_checkpointing:
         model.gradient_checkpointing_enable()
-    [steps] = plan_steps(examples, OBJECTIVE, replace(settings, num_workers=1))
-    update = TorchUpdate(model, make_optimizer(model, settings), settings.grad_clip)
+    [steps] = plan_steps(examples, objective(OBJECTIVE), replace(settings, learner_workers=1))
+    update = TorchUpdate(model, make_optimizer(model, settings), settings.grad_clip_norm)
     train_start = time.perf_counter()
-    totals = run_steps(model, update, steps, OBJECTIVE, settings)
+    totals = run_steps(model, update, steps, objective(OBJECTIVE), settings)
     if settings.use_gpu:
         torch.cuda.synchronize()
     row.train_seconds = time.perf_counter() - train_start
@@ -118,7 +119,7 @@ def plain_loop(checkpoint: str, examples: list[TrainExample], settings: TrainSet
 
 def ray_learner(checkpoint: str, examples: list[TrainExample], settings: TrainSettings, output: Path) -> Row:
     """One :func:`sgs.machinery.learner.train` call: a whole Ray Train run."""
-    row = Row(f"Ray Train {settings.strategy} ({settings.num_workers} workers)")
+    row = Row(f"Ray Train {settings.strategy} ({settings.learner_workers} workers)")
     start = time.perf_counter()
     result = train(examples, base_checkpoint=checkpoint, objective=OBJECTIVE, settings=settings,
                    output_dir=str(output), run_name=f"bench-learner-{settings.strategy}-{uuid.uuid4().hex[:8]}")
@@ -163,12 +164,12 @@ def main() -> None:
     prompt_len = args.prompt_len or (512 if gpu else 64)
     completion_len = args.completion_len or (1536 if gpu else 192)
     settings = TrainSettings(
-        lr=3e-6,
+        learning_rate=3e-6,
         max_seq_len=4 * (prompt_len + completion_len),
         bf16=gpu,
         gradient_checkpointing=gpu,
-        num_workers=workers,
-        cpus_per_worker=1.0,
+        learner_workers=workers,
+        cpus_per_learner_worker=1.0,
         use_gpu=gpu,
     )
 

@@ -65,14 +65,14 @@ def train_once(checkpoint: str, examples: list[TrainExample], poll_s: str, outpu
     """Seconds of one training run with the controller polling every ``poll_s``."""
     os.environ[POLL_VARIABLE] = poll_s  # read by train() when the run starts
     begin = time.perf_counter()
-    train(examples, base_checkpoint=checkpoint, objective="ei", settings=TrainSettings(num_workers=1,
+    train(examples, base_checkpoint=checkpoint, objective="ei", settings=TrainSettings(learner_workers=1,
           global_batch_size=len(examples)), output_dir=str(output), run_name=f"startup-bench-{output.name}")
     return time.perf_counter() - begin
 
 
 def train_two(checkpoint: str, examples: list[TrainExample], one_run: bool, output: Path) -> float:
     """Seconds to train two models on ``examples``: in one run, or in one run each."""
-    settings = TrainSettings(num_workers=1, global_batch_size=len(examples))
+    settings = TrainSettings(learner_workers=1, global_batch_size=len(examples))
     jobs = [TrainJob(examples, checkpoint, "ei", str(output / role), seed=seed)
             for seed, role in enumerate(("solver", "conjecturer"))]
     begin = time.perf_counter()

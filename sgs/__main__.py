@@ -5,7 +5,8 @@
     python -m sgs -m +experiment=standard,no_guide   # a sweep: one run directory per job
     python -m sgs run_dir=runs/x                     # start, or resume, the run in runs/x
 
-Steps: compose and validate the config (exit 2 with every problem named),
+Steps: compose and validate the config (exit 2 with every problem named;
+then what the Solver objective asks of it, :func:`sgs.method.registry.config_problems`),
 read the targets (exit 2 naming a malformed file), check that this machine
 can run it before starting anything (exit 3 with what is missing and the
 overrides that would run here), read the benchmark, open the run
@@ -39,6 +40,7 @@ from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirem
 from sgs.config import resolve_source_path, validate
 from sgs.loop.phases import PHASES
 from sgs.loop.stopping import stop_reason
+from sgs.method.registry import config_problems as objective_problems
 from sgs.state.benchmarks import Benchmark, BenchmarkError, load_benchmark
 from sgs.state.records import Target
 from sgs.state.store import Store, StoreError
@@ -54,6 +56,10 @@ def main(raw: DictConfig) -> None:
         cfg = validate(raw)
     except ConfigError as error:
         print(error, file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    problems = objective_problems(cfg)
+    if problems:
+        print(ConfigError(problems), file=sys.stderr)
         sys.exit(EXIT_CONFIG)
     targets = None
     if _is_local_file(cfg.targets.source):

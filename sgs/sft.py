@@ -106,7 +106,7 @@ def sft_settings(cfg: SGSConfig) -> TrainSettings:
     placement, with the ``warmstart`` node's epochs, learning rate and batch
     sizes, a fresh optimiser and the token-mean NLL."""
     ws = cfg.warmstart
-    return replace(train_settings(cfg), lr=ws.learning_rate, epochs=ws.epochs,
+    return replace(train_settings(cfg), learning_rate=ws.learning_rate, epochs=ws.epochs,
                    global_batch_size=ws.global_batch_size, micro_batch_size=ws.micro_batch_size,
                    loss_normalisation="token_mean", optimizer_state="reset")
 
@@ -146,8 +146,8 @@ def cache_key(cfg: SGSConfig, paths: ModelPaths) -> dict:
     # Placement changes the speed and, through the order of floating-point sums,
     # the last digits of the weights, not what is trained: one warm start serves
     # every placement.  Restarts after lost workers change nothing.
-    for name in ("num_workers", "cpus_per_worker", "use_gpu", "simulated_gpus", "placement_strategy",
-                 "max_restarts"):
+    for name in ("learner_workers", "cpus_per_learner_worker", "use_gpu", "simulated_gpus", "learner_placement",
+                 "learner_restarts"):
         settings.pop(name)
     key = {
         "version": SFT_VERSION,

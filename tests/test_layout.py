@@ -192,3 +192,51 @@ def test_no_module_is_longer_than_a_sitting():
     long = {path.relative_to(REPO).as_posix() for path in [*module_files().values(), *scripts]
             if len(path.read_text(encoding="utf-8").splitlines()) > MAX_MODULE_LINES}
     assert long == KNOWN_LONG
+
+
+def objective_name_branches(path: Path, names: set[str], role_names: set[str] = frozenset()) -> list[str]:
+    """Where a module branches on an objective's name: a comparison with one of ``names``
+    (``==``, ``!=``, ``in``, ``not in``, against a literal or a literal tuple, list or set), or
+    a dict literal keyed by two or more of them (a dispatch table).  ``role_names`` are
+    objectives named after a role (the Conjecturer's): roles are compared by name, so only a
+    comparison of one with an expression that mentions an objective counts."""
+    def named(node: ast.AST, among: set[str]) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in among
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(named(element, among) for element in node.elts)
+        return False
+
+    where = path.relative_to(REPO) if REPO in path.parents else path
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(named(side, names) for side in sides) or (
+                    any(named(side, role_names) for side in sides)
+                    and any("objective" in ast.unparse(side).lower() for side in sides)):
+                found.append(f"{where}:{node.lineno}: compares an objective name")
+        elif isinstance(node, ast.Dict) and sum(named(key, names) for key in node.keys if key is not None) >= 2:
+            found.append(f"{where}:{node.lineno}: a table keyed by objective names")
+    return found
+
+
+def test_the_scan_for_objective_names_finds_planted_branches(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text('if objective == "cispo":\n    pass\nok = name in ("ei", "x")\n'
+                       'table = {"reinforce": 1, "cispo": 2}\nfine = name == "cispo_like"\n'
+                       'loss = a if objective == "conjecturer" else b\nrole_ok = role == "conjecturer"\n')
+    assert len(objective_name_branches(planted, {"cispo", "ei", "reinforce"}, {"conjecturer"})) == 4
+
+
+def test_only_the_registry_branches_on_an_objectives_name():
+    """Each objective is one entry of :mod:`sgs.method.registry`; the loop, the learner and the
+    config ask the entry (``objective(name).whole_groups``, ``.loss``, ...), never the name."""
+    from sgs.config.schema import ROLES
+    from sgs.method.registry import OBJECTIVES
+
+    names = set(OBJECTIVES)
+    method = REPO / "sgs" / "method"
+    found = [branch for path in module_files().values() if method not in path.parents
+             for branch in objective_name_branches(path, names - set(ROLES), names & set(ROLES))]
+    assert found == []

@@ -48,6 +48,7 @@ from sgs.machinery.learner import (
 )
 from sgs.machinery.learner.driver import lost_workers
 from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
+from sgs.method.registry import OBJECTIVES, Objective, objective, register
 
 TINY = TinyModelSettings(
     vocab_size=320, hidden_size=64, intermediate_size=128, num_attention_heads=2, num_key_value_heads=2,
@@ -114,20 +115,22 @@ def test_mismatched_old_logprobs_are_rejected_with_the_example_index(checkpoint,
 
 
 @pytest.mark.parametrize(
-    "example, objective, message",
+    "example, name, message",
     [
         (TrainExample([5], [], 1.0), "reinforce", "example 0: completion_ids is empty"),
         (TrainExample([5], [10_000], 1.0), "reinforce", r"example 0: completion_ids holds 10000, not a token id"),
         (TrainExample([5], [6], math.nan), "reinforce", "example 0: weight nan is not finite"),
         (TrainExample([5], [6], 1.0, old_logprobs=[0.5]), "reinforce", "finite log-probabilities"),
-        (TrainExample([5], [6], 1.0, old_logprobs=[-1.0]), "cispo", "CISPO needs a group_id"),
-        (TrainExample([5], [6], 1.0, group_id=0), "cispo", "CISPO needs old_logprobs"),
+        (TrainExample([5], [6], 1.0, old_logprobs=[-1.0]), "cispo",
+         "objective 'cispo' trains on whole groups and needs a group_id"),
+        (TrainExample([5], [6], 1.0, group_id=0), "cispo", "objective 'cispo' needs old_logprobs"),
         (TrainExample([5], [6], 1.0), "ppo", "unknown objective 'ppo'"),
+        (TrainExample([5], [6], 1.0), "none", "objective 'none' has no loss: it never trains"),
     ],
 )
-def test_bad_examples_are_rejected(checkpoint, tmp_path, example, objective, message):
+def test_bad_examples_are_rejected(checkpoint, tmp_path, example, name, message):
     with pytest.raises(ValueError, match=message):
-        train([example], base_checkpoint=checkpoint, objective=objective, settings=TrainSettings(),
+        train([example], base_checkpoint=checkpoint, objective=name, settings=TrainSettings(),
               output_dir=str(tmp_path / "out"), run_name="never-starts")
 
 
@@ -146,7 +149,7 @@ def test_persisted_deepspeed_state_needs_the_same_number_of_workers(checkpoint, 
     shards = base / DEEPSPEED_DIR / DEEPSPEED_TAG
     shards.mkdir(parents=True)
     (shards / "zero_pp_rank_0_mp_rank_00_optim_states.pt").touch()
-    settings = TrainSettings(strategy="deepspeed", optimizer_state="persist", num_workers=2)
+    settings = TrainSettings(strategy="deepspeed", optimizer_state="persist", learner_workers=2)
     with pytest.raises(ValueError, match="holds 1 ZeRO-2 optimizer shards but the run has 2 workers"):
         train(make_examples(tokenizer), base_checkpoint=str(base), objective="reinforce", settings=settings,
               output_dir=str(tmp_path / "out"), run_name="never-starts")
@@ -183,8 +186,8 @@ def test_truncation_cuts_the_completion_end():
 
 def test_cispo_steps_hold_whole_groups_with_global_normalisers(tokenizer):
     examples = make_examples(tokenizer, group_size=2)  # groups {0,1}, {2,3}, {4}
-    settings = TrainSettings(global_batch_size=4, num_workers=2, seed=3)
-    plan = plan_steps(examples, "cispo", settings)
+    settings = TrainSettings(global_batch_size=4, learner_workers=2, seed=3)
+    plan = plan_steps(examples, objective("cispo"), settings)
     assert len(plan) == 2 and len(plan[0]) == len(plan[1])
     by_ids = {tuple(e.completion_ids): e for e in examples}
     seen = []
@@ -201,12 +204,12 @@ def test_cispo_steps_hold_whole_groups_with_global_normalisers(tokenizer):
             assert s.group_num_tokens == sum(len(t.completion_ids) for t in sequences if t.group == s.group)
         seen += [tuple(s.completion_ids) for s in sequences]
     assert sorted(seen) == sorted(tuple(e.completion_ids) for e in examples)
-    assert plan == plan_steps(examples, "cispo", settings)
+    assert plan == plan_steps(examples, objective("cispo"), settings)
 
 
 def test_an_idle_worker_gets_a_zero_weight_filler(tokenizer):
     examples = make_examples(tokenizer)  # 5 examples, batches of 4: the second step has 1 sequence
-    plan = plan_steps(examples, "reinforce", TrainSettings(global_batch_size=4, num_workers=3, epochs=2, seed=0))
+    plan = plan_steps(examples, objective("reinforce"), TrainSettings(global_batch_size=4, learner_workers=3, epochs=2, seed=0))
     assert [len(worker) for worker in plan] == [4, 4, 4]  # 2 steps per epoch on every worker
     last = [worker[1] for worker in plan]
     weights = [[s.weight for batch in w.micro_batches for s in batch] for w in last]
@@ -220,7 +223,7 @@ def test_an_idle_worker_gets_a_zero_weight_filler(tokenizer):
     first_epoch = [s.completion_ids for w in plan for batch in w[0].micro_batches for s in batch]
     second_epoch = [s.completion_ids for w in plan for batch in w[2].micro_batches for s in batch]
     assert first_epoch != second_epoch
-    assert plan == plan_steps(examples, "reinforce", TrainSettings(global_batch_size=4, num_workers=3, epochs=2, seed=0))
+    assert plan == plan_steps(examples, objective("reinforce"), TrainSettings(global_batch_size=4, learner_workers=3, epochs=2, seed=0))
 
 
 # --------------------------------------------------------------------------
@@ -229,23 +232,23 @@ def test_an_idle_worker_gets_a_zero_weight_filler(tokenizer):
 
 
 @pytest.mark.parametrize(
-    "objective, normalisation",
+    "name, normalisation",
     [("reinforce", "token_mean"), ("reinforce", "sequence_mean"), ("conjecturer", "token_mean"), ("cispo", "token_mean")],
 )
-def test_micro_batches_give_the_gradient_of_one_big_batch(checkpoint, tokenizer, objective, normalisation):
-    weight = 0.5 if objective == "conjecturer" else 1.0
-    examples = make_examples(tokenizer, weight=weight, group_size=2 if objective == "cispo" else None)
+def test_micro_batches_give_the_gradient_of_one_big_batch(checkpoint, tokenizer, name, normalisation):
+    weight = 0.5 if name == "conjecturer" else 1.0
+    examples = make_examples(tokenizer, weight=weight, group_size=2 if objective(name).whole_groups else None)
     base = AutoModelForCausalLM.from_pretrained(checkpoint)
     updates = []
     for micro_batch_size in (1, 2, 5):
         settings = TrainSettings(
-            global_batch_size=5, micro_batch_size=micro_batch_size, loss_normalisation=normalisation, grad_clip=1e9
+            global_batch_size=5, micro_batch_size=micro_batch_size, loss_normalisation=normalisation, grad_clip_norm=1e9
         )
-        [steps] = plan_steps(examples, objective, settings)
+        [steps] = plan_steps(examples, objective(name), settings)
         model = copy.deepcopy(base)
         # SGD with lr 1 makes the parameter update equal to minus the gradient.
-        run_steps(model, TorchUpdate(model, torch.optim.SGD(model.parameters(), lr=1.0), settings.grad_clip), steps,
-                  objective, settings)
+        run_steps(model, TorchUpdate(model, torch.optim.SGD(model.parameters(), lr=1.0), settings.grad_clip_norm), steps,
+                  objective(name), settings)
         updates.append(torch.cat([(p - q).flatten() for p, q in zip(model.parameters(), base.parameters())]))
     assert updates[0].abs().max() > 0
     for other in updates[1:]:
@@ -260,14 +263,14 @@ def test_worker_shards_sum_to_the_whole_batch_gradient(checkpoint, tokenizer, nu
 
     def update(steps, settings):
         model = copy.deepcopy(base)
-        run_steps(model, TorchUpdate(model, torch.optim.SGD(model.parameters(), lr=1.0), settings.grad_clip), steps,
-                  "cispo", settings)
+        run_steps(model, TorchUpdate(model, torch.optim.SGD(model.parameters(), lr=1.0), settings.grad_clip_norm), steps,
+                  objective("cispo"), settings)
         return torch.cat([(p - q).flatten() for p, q in zip(model.parameters(), base.parameters())])
 
-    whole = TrainSettings(global_batch_size=5, grad_clip=1e9)
-    [single] = plan_steps(examples, "cispo", whole)
-    sharded = replace(whole, num_workers=num_workers)
-    shards = [update(worker_steps, sharded) for worker_steps in plan_steps(examples, "cispo", sharded)]
+    whole = TrainSettings(global_batch_size=5, grad_clip_norm=1e9)
+    [single] = plan_steps(examples, objective("cispo"), whole)
+    sharded = replace(whole, learner_workers=num_workers)
+    shards = [update(worker_steps, sharded) for worker_steps in plan_steps(examples, objective("cispo"), sharded)]
     torch.testing.assert_close(sum(shards), update(single, whole), atol=1e-6, rtol=1e-4)
 
 
@@ -279,7 +282,7 @@ def test_worker_shards_sum_to_the_whole_batch_gradient(checkpoint, tokenizer, nu
 def reference_settings(strategy: str, max_seq_len: int) -> TrainSettings:
     """Two workers, 2 epochs of steps of 4 + 1 sequences: the short step leaves worker 1 a filler."""
     return TrainSettings(
-        lr=1e-2, global_batch_size=4, num_workers=2, cpus_per_worker=0.5, epochs=2, max_seq_len=max_seq_len,
+        learning_rate=1e-2, global_batch_size=4, learner_workers=2, cpus_per_learner_worker=0.5, epochs=2, max_seq_len=max_seq_len,
         optimizer_state="persist", strategy=strategy,
     )
 
@@ -368,6 +371,43 @@ def test_training_raises_likelihood_and_writes_a_loadable_checkpoint(
     assert metrics.grad_norm > 0 and metrics.tokens_per_second > 0
 
 
+@pytest.fixture
+def toy_objective():
+    """An objective registered for one test, in one place: each sequence's mean token
+    log-likelihood, weighted, averaged over the step's sequences; it asks for the
+    sampler's log-probs and whole groups, so the checks and the plan follow its entry."""
+    def loss(batch, settings):
+        assert batch.old_logprobs is not None and batch.old_logprobs.shape == batch.logprobs.shape
+        lengths = batch.mask.sum(dim=-1).clamp(min=1)
+        per_sequence = torch.where(batch.mask.bool(), batch.logprobs, 0.0).sum(dim=-1) / lengths
+        return -(batch.weights * per_sequence).sum() / batch.num_sequences
+
+    toy = register(Objective("toy_mean_likelihood", loss, needs_old_logprobs=True, whole_groups=True))
+    yield toy
+    del OBJECTIVES[toy.name]
+
+
+@pytest.mark.slow
+def test_a_toy_objective_registered_in_one_place_trains(ray_cluster, checkpoint, tokenizer, toy_objective, tmp_path):
+    examples = [replace(e, weight=1.0) for e in make_examples(tokenizer, group_size=2)]
+    with pytest.raises(ValueError, match="objective 'toy_mean_likelihood' needs old_logprobs"):
+        train([replace(examples[0], old_logprobs=None)], base_checkpoint=checkpoint, objective=toy_objective.name,
+              settings=TrainSettings(), output_dir=str(tmp_path / "never"), run_name="never-starts")
+    # Whole groups of 2, 2 and 1 in steps of at most 4 sequences: no group is split.
+    plan = plan_steps(examples, toy_objective, TrainSettings(global_batch_size=4))
+    assert [step.num_groups for step in plan[0]] == [2, 1]
+
+    engine = TransformersEngine(checkpoint, device="cpu")
+    before = [sum(engine.logprobs_of(e.prompt_ids, e.completion_ids)) for e in examples]
+    result = train(examples, base_checkpoint=checkpoint, objective=toy_objective.name,
+                   settings=TrainSettings(learning_rate=1e-2, global_batch_size=4, max_seq_len=256),
+                   output_dir=str(tmp_path / "toy"), run_name=f"test-learner-toy-{uuid.uuid4().hex[:8]}")
+    assert result.metrics.num_steps == 2 and math.isfinite(result.metrics.loss) and result.metrics.loss > 0
+    engine.load_weights(result.checkpoint_dir, policy_version=1)
+    after = [sum(engine.logprobs_of(e.prompt_ids, e.completion_ids)) for e in examples]
+    assert sum(after) > sum(before) + 1.0, (before, after)
+
+
 @pytest.mark.slow
 def test_deepspeed_trains_the_same_weights_as_ddp(reference_run, checkpoint):
     """Same initial weights, examples and plan: ZeRO-2 must match DDP step for step.
@@ -403,7 +443,7 @@ def test_deepspeed_optimizer_state_carries_over_to_the_next_run(reference_run, r
 
     assert second.metrics.num_steps == 2 and second.metrics.grad_norm == 0.0
     resumed = optimizer_shards(second.checkpoint_dir)
-    beta1, beta2 = settings.adam_betas
+    beta1, beta2 = settings.adam_beta1, settings.adam_beta2
     for old, new in zip(saved, resumed):
         old, new = adam_state(old), adam_state(new)
         assert int(new["step"]) == 6  # counted on from the restored 4; a fresh optimizer would be at 2
@@ -508,8 +548,8 @@ def test_lost_workers_are_told_apart_from_errors_of_the_training_code():
 
 
 def test_restarts_must_be_a_count():
-    with pytest.raises(ValueError, match="max_restarts must be a non-negative integer, got -1"):
-        TrainSettings(max_restarts=-1)
+    with pytest.raises(ValueError, match="learner_restarts must be a non-negative integer, got -1"):
+        TrainSettings(learner_restarts=-1)
 
 
 def test_jobs_of_one_run_must_write_to_different_directories(checkpoint, tokenizer, tmp_path):

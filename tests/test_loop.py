@@ -43,6 +43,7 @@ from sgs.loop.train import in_conjecturer_batch, select_solver_samples
 from sgs.loop.weights import TRAIN_METRICS_FILE, EngineWeights, current_weights
 from sgs.state.records import Attempt, Completion, ConjectureScore, Target, prompt_digest
 from sgs.state.targets import batch_targets
+from sgs.method.registry import objective as registered
 from sgs.method.roles import CONJECTURE_NAME_PREFIX, Failure, PromptSet, canonical_form
 from sgs.machinery.prompts import Prompter, chat_prompt
 from sgs import sft
@@ -151,10 +152,10 @@ def test_objectives_count_unparsable_outputs_as_failures_and_drop_system_errors(
         # b: all valid, s = 1: too easy for REINFORCE½ and no CISPO signal
         _attempt("b", 0, "valid", 1.0), _attempt("b", 1, "valid", 1.0),
     ]
-    half = select_solver_samples(attempts, "reinforce_half")
+    half = select_solver_samples(attempts, registered("reinforce_half"))
     assert [(s.index, s.weight) for s in half] == [(0, 1.0)]
-    assert {s.index for s in select_solver_samples(attempts, "reinforce")} == {0, 5, 6}
-    cispo = select_solver_samples(attempts, "cispo")
+    assert {s.index for s in select_solver_samples(attempts, registered("reinforce"))} == {0, 5, 6}
+    cispo = select_solver_samples(attempts, registered("cispo"))
     assert {s.index for s in cispo} == {0, 1, 2, 3}  # the whole group but the system error
     assert cispo[0].weight > 0 > cispo[1].weight
 
@@ -168,8 +169,8 @@ def test_parallel_sampling_selects_nothing_and_starts_no_learner(monkeypatch):
     """Objective ``none``: what REINFORCE½ would train on is left alone, and the
     training phase ends without starting a learner run."""
     attempts = [_attempt("a", 0, "valid", 1.0), _attempt("a", 1, "invalid", 0.0)]
-    assert select_solver_samples(attempts, "reinforce_half")
-    assert select_solver_samples(attempts, "none") == []
+    assert select_solver_samples(attempts, registered("reinforce_half"))
+    assert select_solver_samples(attempts, registered("none")) == []
 
     def refuse(*args, **kwargs):
         raise AssertionError("parallel sampling started a learner run")
@@ -360,6 +361,14 @@ def test_an_invalid_config_exits_2_naming_every_problem(tmp_path):
     assert "method.num_solver_samples=0" in proc.stderr
     assert "resources.learner_restarts=-1 must be at least 0" in proc.stderr
     assert not (tmp_path / "run" / "config.yaml").exists()
+
+
+def test_what_the_solver_objective_asks_of_the_config_exits_2_too(tmp_path):
+    """Checked by the objective's entry (sgs.method.registry.config_problems), after the config's own checks."""
+    proc = _sgs("method.solver_objective=cispo", "training.global_batch_size=12", f"run_dir={tmp_path / 'run'}")
+    assert proc.returncode == 2, proc.stderr
+    assert "training.global_batch_size=12 must be a multiple of method.num_solver_samples" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "run" / "config.yaml").exists()
 
 
 def _imported(stderr: str) -> set[str]:
@@ -576,11 +585,11 @@ def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: in
         version = max([i + 1 for i in store.checkpoint_iterations("solver") if i < it], default=0)
         assert {a.completion.policy_version for a in attempts} == {version}
         # A checkpoint exists exactly when the objective selected something.
-        trained = bool(select_solver_samples(attempts, objective))
+        trained = bool(select_solver_samples(attempts, registered(objective)))
         assert (it in store.checkpoint_iterations("solver")) == trained
         if trained:
             numbers = json.loads((store.checkpoint_dir("solver", it) / TRAIN_METRICS_FILE).read_text())
-            assert numbers["num_examples"] == len(select_solver_samples(attempts, objective))
+            assert numbers["num_examples"] == len(select_solver_samples(attempts, registered(objective)))
             # The engines serve what the learner wrote: both fp32 on CPU, so the probe's gap is rounding.
             assert numbers["probe_logprob_gap_mean"] < 1e-4
         # A committed phase leaves no sample cache behind.
@@ -715,6 +724,36 @@ def test_solver_only_experiment_on_vllm_engines_that_take_weights_directly(tmp_p
     again = _sgs("+experiment=reinforce_half_solver_only", *warm_run, *vllm, "iterations=2",
                  "logging.wandb_mode=disabled", f"run_dir={run_dir}")
     assert again.returncode == 0 and "all 2 iterations are done" in again.stdout
+
+
+@pytest.mark.slow
+def test_a_cispo_run_trains_the_solver_on_whole_groups_with_the_samplers_logprobs(tmp_path, warm_run):
+    """CISPO end to end: its entry asks for the sampler's log-probs and whole groups, and
+    the Solver trains exactly when its selection holds something."""
+    run_dir = tmp_path / "run"
+    proc = _sgs("+experiment=cispo_solver_only", *warm_run, "iterations=2", "logging.wandb_mode=disabled",
+                f"run_dir={run_dir}", timeout=500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_run(run_dir, iterations=2, conjectures_per_target=0, objective="cispo").close()
+
+
+@pytest.mark.slow
+def test_an_expert_iteration_run_trains_the_solver_on_the_stored_proofs_it_replays(tmp_path, warm_run):
+    """Expert iteration end to end: its entry replays the stored proofs of the last
+    method.ei_replay_iterations iterations (the current one included)."""
+    run_dir = tmp_path / "run"
+    proc = _sgs("+experiment=ei_solver_only", *warm_run, "iterations=2", "logging.wandb_mode=disabled",
+                f"run_dir={run_dir}", timeout=500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    store = Store.open(run_dir, None, yaml.safe_load((run_dir / "config.yaml").read_text()))
+    try:
+        assert [m["iteration"] for m in store.metrics()] == [0, 1]
+        for it in range(2):
+            replayed = [p for p in store.solved_registry.recent_proofs(since_iteration=it - 2)
+                        if p.iteration <= it and p.reward != 0.0]
+            assert (it in store.checkpoint_iterations("solver")) == bool(replayed)
+    finally:
+        store.close()
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Hand-computed cases, gradients and a few properties for sgs.method.objectives."""
+"""Hand-computed cases, gradients and a few properties for sgs.method.objectives and sgs.method.losses."""
 
 import math
 
@@ -7,22 +7,24 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sgs.method.losses import (
+    cispo_loss,
+    clipped_importance_weights,
+    conjecturer_loss,
+    group_token_counts,
+    weighted_nll_loss,
+)
 from sgs.method.objectives import (
     Rollout,
     Sample,
     StoredProof,
-    cispo_batches,
-    cispo_loss,
-    clipped_importance_weights,
-    conjecturer_loss,
     expert_iteration_targets,
     group_advantages,
-    group_token_counts,
     select_cispo,
     select_expert_iteration,
     select_reinforce,
     select_reinforce_half,
-    weighted_nll_loss,
+    whole_group_batches,
 )
 
 # --------------------------------------------------------------------------
@@ -143,34 +145,34 @@ def test_selection_never_raises_on_well_formed_rollouts(rollouts):
                 assert sample.weight == rollout.reward != 0.0
 
 
-def test_cispo_batches_keep_groups_whole():
+def test_whole_group_batches_keep_groups_whole():
     samples = [Sample(i, 1.0, g) for g, size in enumerate([8, 8, 8]) for i in range(size)]
-    batches = cispo_batches(samples, batch_size=16)
+    batches = whole_group_batches(samples, batch_size=16)
     assert [[s.group for s in batch] for batch in batches] == [[0] * 8 + [1] * 8, [2] * 8]
     sizes = [7, 8, 3]
     samples = [Sample(i, 1.0, g) for g, size in enumerate(sizes) for i in range(size)]
-    assert [len(b) for b in cispo_batches(samples, batch_size=10)] == [7, 8, 3]
-    assert [len(b) for b in cispo_batches(samples, batch_size=16)] == [15, 3]
-    assert cispo_batches([], batch_size=8) == []
+    assert [len(b) for b in whole_group_batches(samples, batch_size=10)] == [7, 8, 3]
+    assert [len(b) for b in whole_group_batches(samples, batch_size=16)] == [15, 3]
+    assert whole_group_batches([], batch_size=8) == []
 
 
-def test_cispo_batches_gather_a_scattered_group():
+def test_whole_group_batches_gather_a_scattered_group():
     samples = [Sample(0, 1.0, 0), Sample(1, 1.0, 1), Sample(2, 1.0, 0)]
-    assert cispo_batches(samples, batch_size=2) == [[samples[0], samples[2]], [samples[1]]]
+    assert whole_group_batches(samples, batch_size=2) == [[samples[0], samples[2]], [samples[1]]]
 
 
-def test_cispo_batches_reject_bad_sizes():
+def test_whole_group_batches_reject_bad_sizes():
     with pytest.raises(ValueError, match="group 0 has 3 sequences, more than batch_size 2"):
-        cispo_batches([Sample(i, 1.0, 0) for i in range(3)], batch_size=2)
+        whole_group_batches([Sample(i, 1.0, 0) for i in range(3)], batch_size=2)
     with pytest.raises(ValueError, match="batch_size must be at least 1"):
-        cispo_batches([], batch_size=0)
+        whole_group_batches([], batch_size=0)
 
 
 @given(st.lists(st.integers(1, 8), max_size=12), st.integers(8, 40))
-def test_cispo_batches_never_split_or_lose_a_group(group_sizes, batch_size):
+def test_whole_group_batches_never_split_or_lose_a_group(group_sizes, batch_size):
     groups = [g for g, n in enumerate(group_sizes) for _ in range(n)]
     samples = [Sample(index, 0.0, group) for index, group in enumerate(groups)]
-    batches = cispo_batches(samples, batch_size)
+    batches = whole_group_batches(samples, batch_size)
     assert sorted(s.index for b in batches for s in b) == sorted(s.index for s in samples)
     seen = set()
     for batch in batches:

@@ -72,8 +72,8 @@ def test_a_direct_transfer_gives_the_engines_exactly_the_checkpoints_weights(gro
 
 
 def learner_settings(**overrides) -> TrainSettings:
-    return TrainSettings(**{"strategy": "deepspeed", "num_workers": 2, "cpus_per_worker": 0.5,
-                            "global_batch_size": 4, "lr": 1e-2, **overrides})
+    return TrainSettings(**{"strategy": "deepspeed", "learner_workers": 2, "cpus_per_learner_worker": 0.5,
+                            "global_batch_size": 4, "learning_rate": 1e-2, **overrides})
 
 
 def test_the_learner_sends_what_it_trained_into_the_running_engines(group, checkpoint, tmp_path):
@@ -97,7 +97,7 @@ def test_a_failed_transfer_keeps_the_checkpoint_and_rebuilt_engines_serve_it(gro
     target = group.weight_target(version, "gloo", timeout_s=5)
     ray.kill(group.actors[1], no_restart=True)
     result = train(make_examples(tokenizer), base_checkpoint=checkpoint, objective="reinforce",
-                   settings=learner_settings(num_workers=1), output_dir=str(tmp_path / "iter_0000"),
+                   settings=learner_settings(learner_workers=1), output_dir=str(tmp_path / "iter_0000"),
                    run_name=f"test-transfer-fail-{uuid.uuid4().hex[:8]}", probe=PROBE, weight_target=target)
     assert not result.weights_sent
     assert "the engines did not join the weight-transfer group within 5 s" in result.weight_transfer_error

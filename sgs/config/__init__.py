@@ -19,19 +19,27 @@ group          options (``conf/<group>/<option>.yaml``)
 The dataclass defaults are the paper's values (App. C) for the ``standard``
 method; the group files choose model, prover, hardware and scale.
 
-Three modules, each importing only the one before it (and none of them any
-data loading):
+Three steps, each module importing only those of the steps before it (and none
+of them any data loading):
 
 * :mod:`sgs.config.schema`: the dataclasses, every field documented where it
-  is declared, and the allowed values of the choice fields (the evaluation
-  settings in :mod:`sgs.config.evaluation` and the prover service's in
-  :mod:`sgs.config.serve`, which the schema imports; ``conf/serve.yaml`` is
-  the service's primary config);
+  is declared, and the allowed values of the choice fields (the method,
+  sampling, training, model, prover, resources and evaluation settings and
+  the prover service's live in modules of their own, which the schema imports;
+  ``conf/serve.yaml`` is the service's primary config);
 * :mod:`sgs.config.validation`: :func:`validate` turns a composed
   ``DictConfig`` into a typed :class:`SGSConfig`, or raises
   :class:`ConfigError` listing every problem (value ranges, unknown choices,
   fields that contradict each other), each message naming the key; benchmark
-  names are checked against :mod:`sgs.config.benchmark_names`;
+  names are checked against :mod:`sgs.config.benchmark_names`.  The nodes
+  kept in modules of their own (:mod:`sgs.config.method`,
+  :mod:`sgs.config.sampling`, :mod:`sgs.config.training`,
+  :mod:`sgs.config.model`, :mod:`sgs.config.prover`,
+  :mod:`sgs.config.resources`, :mod:`sgs.config.evaluation`,
+  :mod:`sgs.config.serve`) check themselves
+  there, beside their fields, with the checks of :mod:`sgs.config.checks`;
+  what the Solver objective asks of the config is its registry's to check
+  (:func:`sgs.method.registry.config_problems`);
 * :mod:`sgs.config.machine`: :func:`requirements_problems` checks that *this
   machine* can run the config (GPU, prover binaries, data files) without
   starting Ray; :func:`suggested_overrides` lists the command-line overrides
@@ -96,7 +104,6 @@ from sgs.config.derived import (  # noqa: F401  (the package's public names)
     declared_gpus,
     engine_backend,
     engines_sleep_during_training,
-    trained_roles,
     warmstart_enabled,
     weight_transfer_backend,
 )

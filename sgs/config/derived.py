@@ -1,11 +1,12 @@
 """What a config implies beyond its own fields: the GPUs it declares, the
 engine implementation and weight transport it ends up with, whether engines
-sleep, which roles train, whether a warm start runs.  Pure functions of the
+sleep, whether a warm start runs.  (Which roles train depends on the Solver
+objective's entry: :func:`sgs.method.registry.trained_roles`.)  Pure functions of the
 schema's dataclasses, used by the validation and by the run."""
 
 from __future__ import annotations
 
-from sgs.config.method import UNTRAINED_SOLVER, MethodConfig
+from sgs.config.method import MethodConfig
 from sgs.config.schema import ResourcesConfig, SGSConfig
 
 
@@ -51,16 +52,6 @@ def engines_sleep_during_training(resources: ResourcesConfig) -> bool:
     if resources.sleep_engines_during_training is not None:
         return resources.sleep_engines_during_training
     return resources.colocate_engines_with_learner
-
-
-def trained_roles(method: MethodConfig) -> list[str]:
-    """The roles whose weights the training phase may update: the Solver unless
-    its objective is ``none`` (parallel sampling), the Conjecturer when
-    ``train_conjecturer``.  With none, no learner run ever starts."""
-    roles = [] if method.solver_objective == UNTRAINED_SOLVER else ["solver"]
-    if method.train_conjecturer:
-        roles.append("conjecturer")
-    return roles
 
 
 def warmstart_enabled(cfg: SGSConfig) -> bool:

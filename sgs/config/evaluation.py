@@ -1,10 +1,17 @@
 """The evaluation settings of a run and of ``python -m sgs.evaluate``
 (a part of the schema in :mod:`sgs.config.schema`, kept in its own module
-so that each reads in one sitting)."""
+so that each reads in one sitting), and their checks (:func:`evaluation_problems`;
+the benchmark's name against the prover's language is checked with the other
+nodes, in :mod:`sgs.config.validation`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from sgs.config.checks import at_least, choice
+
+#: What a run does with conjectures that state a benchmark problem.
+CONTAMINATION_MODES = ("exclude", "flag")
 
 
 @dataclass
@@ -50,3 +57,30 @@ class EvaluationConfig:
     #: (``conjectures_matching_benchmark``).  Conjectures equal to a target,
     #: held-out ones included, are always rejected.
     contamination: str = "exclude"
+
+
+def evaluation_problems(evaluation: EvaluationConfig) -> list[str]:
+    """Every problem within the ``evaluation`` node, one message per problem, each naming its key."""
+    problems: list[str] = []
+    at_least(problems, "evaluation.k", evaluation.k, 0)
+    choice(problems, "evaluation.contamination", evaluation.contamination, CONTAMINATION_MODES)
+    at_least(problems, "evaluation.limit", evaluation.limit, 1)
+    bad_ks = [k for k in evaluation.ks if k < 1]
+    if not evaluation.ks or bad_ks:
+        problems.append(f"evaluation.ks={list(evaluation.ks)!r} must list at least one k, each at least 1")
+    elif len(set(evaluation.ks)) != len(evaluation.ks):
+        problems.append(f"evaluation.ks={list(evaluation.ks)!r} lists a k twice")
+    elif evaluation.samples_per_problem < max(evaluation.ks):
+        problems.append(
+            f"evaluation.samples_per_problem={evaluation.samples_per_problem} must be at least the largest k "
+            f"of evaluation.ks ({max(evaluation.ks)}): the unbiased pass@k needs n >= k samples per problem"
+        )
+    at_least(problems, "evaluation.samples_per_problem", evaluation.samples_per_problem, 1)
+    if evaluation.checkpoint is not None and not evaluation.checkpoint.strip():
+        problems.append("evaluation.checkpoint must not be empty; use null for the run's base model")
+    if not evaluation.output_dir.strip():
+        problems.append("evaluation.output_dir must not be empty")
+    if not 0.0 < evaluation.confidence < 1.0:
+        problems.append(f"evaluation.confidence={evaluation.confidence!r} must lie strictly between 0 and 1")
+    at_least(problems, "evaluation.every", evaluation.every, 0)
+    return problems

@@ -1,16 +1,17 @@
 """The method settings of a run: which roles play and how they learn (a part
 of the schema in :mod:`sgs.config.schema`, kept in its own module so that
-each reads in one sitting)."""
+each reads in one sitting), and their checks (:func:`method_problems`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sgs.config.checks import at_least, choice
+
 # Allowed values of the method's string-valued choice fields.
+#: The objectives a run may choose for the Solver: each a name registered in
+#: sgs.method.registry, where everything else about it is said.
 SOLVER_OBJECTIVES = ("reinforce_half", "reinforce", "cispo", "ei", "none")
-#: The Solver objective that never updates the Solver: the paper's parallel
-#: sampling baseline (the starting weights sampled k times per target every iteration).
-UNTRAINED_SOLVER = "none"
 CONJECTURER_PROMPTS = ("target_conditioned", "unconditioned")
 REWARD_NORMALISATIONS = ("reference", "paper")
 LOSS_NORMALISATIONS = ("token_mean", "sequence_mean")
@@ -105,3 +106,51 @@ class MethodConfig:
     cispo_ratio_max: float = 4.0
     #: Targets per iteration; null is the full batch (every target).
     batch_size: int | None = None
+
+
+def method_problems(method: MethodConfig) -> list[str]:
+    """Every problem within the ``method`` node, one message per problem, each naming its key.
+    (What the Solver objective asks of other nodes: :func:`sgs.method.registry.config_problems`.)"""
+    problems: list[str] = []
+    choice(problems, "method.solver_objective", method.solver_objective, SOLVER_OBJECTIVES)
+    choice(problems, "method.conjecturer_prompt", method.conjecturer_prompt, CONJECTURER_PROMPTS)
+    choice(problems, "method.reward_normalisation", method.reward_normalisation, REWARD_NORMALISATIONS)
+    choice(problems, "method.loss_normalisation", method.loss_normalisation, LOSS_NORMALISATIONS)
+    choice(problems, "method.unelaborated_conjectures", method.unelaborated_conjectures,
+           tuple(UNELABORATED_CONJECTURES))
+    choice(problems, "method.conjecture_dedup", method.conjecture_dedup, CONJECTURE_DEDUPS)
+    choice(problems, "method.ei_solved_count", method.ei_solved_count, EI_SOLVED_COUNTS)
+    at_least(problems, "method.conjectures_per_target", method.conjectures_per_target, 0)
+    at_least(problems, "method.num_solver_samples", method.num_solver_samples, 1)
+    at_least(problems, "method.max_proofs_per_target", method.max_proofs_per_target, 1)
+    at_least(problems, "method.ei_replay_iterations", method.ei_replay_iterations, 1)
+    at_least(problems, "method.batch_size", method.batch_size, 1)
+    # sgs.method.rewards.keep_threshold indexes the sorted rates at floor(q * n): q = 1 is past the end.
+    if not 0.0 < method.conjecture_keep_quantile < 1.0:
+        problems.append(f"method.conjecture_keep_quantile={method.conjecture_keep_quantile!r} must lie in (0, 1)")
+    # rewards.overlong_penalty needs room between the threshold and max_tokens.
+    if not 0.0 < method.overlong_fraction < 1.0:
+        problems.append(f"method.overlong_fraction={method.overlong_fraction!r} must lie strictly between 0 and 1")
+    at_least(problems, "method.cispo_ratio_min", method.cispo_ratio_min, 0.0)
+    if not method.cispo_ratio_min <= 1.0 <= method.cispo_ratio_max:
+        problems.append(
+            f"method.cispo_ratio_min={method.cispo_ratio_min!r} and method.cispo_ratio_max="
+            f"{method.cispo_ratio_max!r} must bracket 1 (the ratio range is [1 - eps_low, 1 + eps_high])"
+        )
+    if method.conjectures_per_target == 0:
+        if method.train_conjecturer:
+            problems.append(
+                "method.train_conjecturer=true needs conjectures: method.conjectures_per_target is 0 "
+                "(a Solver-only run); set method.train_conjecturer=false"
+            )
+        if method.use_guide:
+            problems.append(
+                "method.use_guide=true needs conjectures to score: method.conjectures_per_target is 0 "
+                "(a Solver-only run); set method.use_guide=false"
+            )
+    elif method.use_guide and not method.train_conjecturer:
+        problems.append(
+            "method.use_guide=true with method.train_conjecturer=false: Guide scores only feed the "
+            "Conjecturer's reward, so a frozen Conjecturer needs no Guide; set method.use_guide=false"
+        )
+    return problems

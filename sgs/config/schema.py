@@ -15,9 +15,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
 
-from sgs.config.evaluation import EvaluationConfig
+from sgs.config.evaluation import CONTAMINATION_MODES, EvaluationConfig  # noqa: F401  (imported from here by the rest)
+from sgs.config.sampling import STATEMENT_GRAMMAR, RoleSampling, SamplingConfig  # noqa: F401  (likewise)
+from sgs.config.training import LEARNER_STRATEGIES, OPTIMIZER_STATES, TrainingConfig  # noqa: F401  (likewise)
+from sgs.config.model import DTYPES, ModelConfig, TinyModelSettings  # noqa: F401  (likewise)
+from sgs.config.prover import (  # noqa: F401  (likewise)
+    BACKEND_LANGUAGE,
+    PROOF_LANGUAGES,
+    PROVER_BACKENDS,
+    LeanSettings,
+    ProverConfig,
+    RocqSettings,
+)
+from sgs.config.resources import (  # noqa: F401  (likewise)
+    ENGINE_BACKENDS,
+    ENGINE_HEARTBEAT_INTERVAL_S,
+    PLACEMENT_STRATEGIES,
+    WEIGHT_TRANSFERS,
+    ResourcesConfig,
+)
 from sgs.config.method import (  # noqa: F401  (the method's choices, imported from here by the rest)
     CONJECTURE_DEDUPS,
     CONJECTURER_PROMPTS,
@@ -26,7 +43,6 @@ from sgs.config.method import (  # noqa: F401  (the method's choices, imported f
     REWARD_NORMALISATIONS,
     SOLVER_OBJECTIVES,
     UNELABORATED_CONJECTURES,
-    UNTRAINED_SOLVER,
     MethodConfig,
 )
 from sgs.config.serve import ServeConfig
@@ -39,21 +55,10 @@ CONFIG_NAME = "config"
 SCHEMA_NAME = "sgs_schema"
 
 # Allowed values of the string-valued choice fields (the method's: sgs.config.method).
-OPTIMIZER_STATES = ("reset", "persist")
-LEARNER_STRATEGIES = ("auto", "ddp", "deepspeed")
-DTYPES = ("float32", "bfloat16", "float16")
-PROVER_BACKENDS = ("lean", "rocq")
-PROOF_LANGUAGES = ("lean", "rocq")
-ENGINE_BACKENDS = ("transformers", "vllm")
-WEIGHT_TRANSFERS = ("checkpoint", "direct")
-#: sampling.conjecturer_grammar naming the prover language's built-in statement grammar
-STATEMENT_GRAMMAR = "statement"
 WANDB_MODES = ("auto", "offline", "online", "disabled")
 WARMSTART_MODES = ("auto", "always", "never")
 ROLES = ("solver", "conjecturer", "guide")
 
-#: The proof language each prover backend checks.
-BACKEND_LANGUAGE = {"lean": "lean", "rocq": "rocq"}
 
 # Target sources are strings in one of three forms:
 #   pkg://<package>/<path>  a file shipped inside an installed Python package
@@ -67,12 +72,6 @@ D3K_TARGETS = "hf://LukeBailey181Pub/D_3k"
 ROCQ_TARGETS = "pkg://sgs/data/rocq_targets.jsonl"
 #: Target sources whose language is known without reading them.
 KNOWN_TARGET_LANGUAGES = {D3K_TARGETS: "lean", ROCQ_TARGETS: "rocq"}
-#: Seconds between heartbeats of an engine actor with work in flight.
-ENGINE_HEARTBEAT_INTERVAL_S = 5.0
-#: What a run does with conjectures that state a benchmark problem.
-CONTAMINATION_MODES = ("exclude", "flag")
-#: Ray placement group strategies.
-PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
 
 class ConfigError(ValueError):
@@ -111,310 +110,6 @@ class TargetsConfig:
     held_out_fraction: float = 0.0
     #: Target ids always held out for evaluation, on top of the fraction.
     held_out_ids: list[str] = field(default_factory=list)
-
-
-@dataclass
-class RoleSampling:
-    """Sampling settings of one role's generation engine."""
-
-    #: Largest number of generated tokens per sample (prompt not included).
-    max_tokens: int = 8192
-    #: Softmax temperature; 0 is greedy decoding.
-    temperature: float = 1.0
-    #: Nucleus sampling mass; 1.0 disables top-p filtering.
-    top_p: float = 1.0
-
-
-@dataclass
-class SamplingConfig:
-    """Generation settings per role."""
-
-    #: The Solver: writes k proofs per problem.
-    solver: RoleSampling = field(default_factory=RoleSampling)
-    #: The Conjecturer: writes one statement per unsolved target.
-    conjecturer: RoleSampling = field(default_factory=RoleSampling)
-    #: The Guide: writes a review with three sub-scores.
-    guide: RoleSampling = field(default_factory=RoleSampling)
-    #: Grammar every Conjecturer output follows (constrained decoding,
-    #: sgs/method/roles/grammar.py): null for free text (the paper), ``statement``
-    #: for the prover language's built-in statement grammar (Rocq: a typed
-    #: fragment whose statements have no free variable; Lean has none, and
-    #: samples freely), or the path of an EBNF file in xgrammar's dialect.
-    #: The checks do not change: every statement is still elaborated.
-    conjecturer_grammar: str | None = None
-    #: Log-probs of this many most likely tokens are kept per generated
-    #: position, for the token-entropy metric (SPEC §1.6); 0 keeps none.
-    entropy_top_logprobs: int = 10
-    #: Keep the Solver's iteration-0 samples (of the base weights) on the
-    #: training targets in a cache shared by runs (``<cache dir>/starts/``), so
-    #: that experiments with the same seed, base weights, engine backend and
-    #: sampling settings start from the same iteration-0 samples: a comparison
-    #: of two methods with one seed is then paired.  Off: every run draws its own.
-    share_start_samples: bool = True
-
-
-@dataclass
-class TrainingConfig:
-    """Optimiser and batching of the Solver and Conjecturer updates (App. C)."""
-
-    #: Constant learning rate of both trained roles.
-    learning_rate: float = 3e-6
-    #: Sequences per optimiser step, over all learner workers.
-    global_batch_size: int = 32
-    #: Sequences per forward/backward pass on one learner worker; gradient
-    #: accumulation makes up the rest of the global batch.
-    micro_batch_size: int = 1
-    #: Adam beta1.
-    adam_beta1: float = 0.9
-    #: Adam beta2.
-    adam_beta2: float = 0.95
-    #: Adam epsilon.
-    adam_epsilon: float = 1e-8
-    #: Decoupled weight decay; 0 is plain Adam.
-    weight_decay: float = 0.0
-    #: Gradients are clipped to this global L2 norm.
-    grad_clip_norm: float = 1.0
-    #: Passes over each iteration's training set.
-    epochs_per_iteration: int = 1
-    #: Longest training sequence (prompt plus generation), in tokens; longer
-    #: ones are truncated.
-    max_seq_len: int = 8192
-    #: ``reset`` builds a fresh optimizer every iteration (the reference);
-    #: ``persist`` carries the Adam state over to the next iteration.
-    optimizer_state: str = "reset"
-    #: Role checkpoints kept in the run directory (the newest ones).
-    keep_checkpoints: int = 2
-    #: Train in bf16 with fp32 master weights; null follows the model's dtype
-    #: (on for ``bfloat16`` models, off otherwise).
-    bf16: bool | None = None
-    #: Recompute activations in the backward pass to save memory.
-    gradient_checkpointing: bool = False
-    #: Data parallelism of the learner: ``deepspeed`` (DeepSpeed ZeRO stage 2:
-    #: gradients and Adam state partitioned over the learner workers, which a
-    #: 7B model on 80 GB GPUs needs), ``ddp`` (torch DDP: every worker holds
-    #: all of them) or ``auto``: deepspeed when the learner workers have GPUs,
-    #: ddp on CPU (where DeepSpeed only adds start-up time).  Same weights either way.
-    strategy: str = "auto"
-    #: After each update the engines' log-probs of a fixed probe sequence are
-    #: compared with the learner's; a mean gap per token (nats) above this
-    #: logs a warning: the engines may not serve the weights the learner
-    #: wrote (bf16 engines against an fp32 learner differ by ~1e-2).
-    probe_logprob_tolerance: float = 0.05
-
-
-@dataclass
-class TinyModelSettings:
-    """Architecture and tokenizer of the tiny Llama built by ``sgs.machinery.models.tiny``.
-
-    head_dim = hidden_size / num_attention_heads must be at least 32 for
-    vLLM's CPU attention kernels.
-    """
-
-    #: Target vocabulary of the byte-level BPE tokenizer, special tokens
-    #: included; a small corpus may yield fewer tokens.
-    vocab_size: int = 2048
-    #: Width of the residual stream.
-    hidden_size: int = 128
-    #: Width of the MLP's hidden layer.
-    intermediate_size: int = 256
-    #: Number of transformer blocks.
-    num_hidden_layers: int = 2
-    #: Query heads per attention layer.
-    num_attention_heads: int = 4
-    #: Key/value heads (grouped-query attention); must divide the query heads.
-    num_key_value_heads: int = 4
-    #: Longest sequence (prompt plus generation) the model accepts.  RoPE
-    #: positions have no weights, so a long context costs nothing; 16384 fits
-    #: the paper's 8192-token generations after a prompt.
-    max_position_embeddings: int = 16384
-    #: Base of the rotary position embedding.
-    rope_theta: float = 10000.0
-    #: A BPE merge is learned only from pairs seen at least this often.
-    min_token_frequency: int = 2
-
-
-@dataclass
-class ModelConfig:
-    """The base model all three roles start from."""
-
-    #: Short label for logs and run names.
-    name: str = MISSING
-    #: Hugging Face hub id or local directory of the base checkpoint; null
-    #: builds the tiny model from ``tiny`` (no download).
-    path: str | None = None
-    #: Tokenizer hub id or directory; null uses ``path``.
-    tokenizer_path: str | None = None
-    #: Weights of the Guide, e.g. a checkpoint fine-tuned for the review
-    #: format; null uses the base model.
-    guide_path: str | None = None
-    #: Weight dtype for generation and checkpoints.
-    dtype: str = "bfloat16"
-    #: The model is too large for CPU inference and training.
-    needs_gpu: bool = False
-    #: Builder settings when ``path`` is null.
-    tiny: TinyModelSettings | None = None
-    #: Factor on ``training.learning_rate`` for this model's self-play
-    #: updates.  The experiments give the paper's rates, which suit a 7B
-    #: model; a far smaller model needs far larger steps (the tiny model: 100).
-    learning_rate_scale: float = 1.0
-
-
-@dataclass
-class LeanSettings:
-    """How to start the Lean 4 REPL (leanprover-community/repl)."""
-
-    #: Command that starts one REPL process, run in ``project_dir``; the first
-    #: word must be an executable on PATH or a path (relative paths are
-    #: relative to ``project_dir``).
-    repl_command: str = "lake env repl"
-    #: Lean project (with Mathlib built) that the REPL runs in.
-    project_dir: str = MISSING
-
-
-@dataclass
-class RocqSettings:
-    """How to start the Rocq (Coq) checker."""
-
-    #: The ``coqtop`` executable: a name on PATH or a path.
-    coqtop: str = "coqtop"
-    #: Proof features that reach Coq 8.16's known soundness bugs, accepted
-    #: anyway: ``fixpoints`` (``fix``/``cofix`` in proofs and statements; the
-    #: guard checker's bugs, which the audit shares) and ``vm_reduction``
-    #: (``vm_compute``, ``native_compute``, ``Compute``, ``<:`` casts; the
-    #: VM's bugs).  Empty by default: such proofs are refused with
-    #: ``known_bug:<feature>`` (``lean_env/rocq/known_bugs.py``).
-    allow_bug_prone_features: list[str] = field(default_factory=list)
-
-
-@dataclass
-class ProverConfig:
-    """The proof checker and the proof language (SPEC §3)."""
-
-    #: Checker process: ``lean`` (Lean 4 REPL) or ``rocq`` (coqtop).
-    backend: str = MISSING
-    #: Language of statements and proofs; selects prompt templates, output
-    #: parsers and the target format.  Must be the backend's language.
-    language: str = MISSING
-    #: Wall-clock limit for checking one proof, in seconds.
-    timeout: float = 200.0
-    #: Axioms a valid proof may depend on (Lean: ``#print axioms``); Rocq
-    #: proofs must be closed under the global context, so its list is empty.
-    allowed_axioms: list[str] = field(default_factory=list)
-    #: Share (0 to 1) of the ``valid`` verdicts re-checked through the
-    #: backend's independent audit path (Rocq: ``coqc`` + ``coqchk`` in a fresh
-    #: sandbox; Lean: ``lake env lean`` + ``#print axioms``).  A disagreement
-    #: withholds the proof's reward, is logged to
-    #: ``<run_dir>/audit_disagreements.jsonl`` and counted
-    #: (``verifier/audit_disagreements``).  The sample is fixed by the proof's
-    #: task id, so a resumed run audits the same proofs.
-    audit_fraction: float = 0.01
-    #: Target set used when ``targets.source`` is not given.
-    default_targets: str = MISSING
-    #: Warm-start corpus used when ``warmstart.corpus`` is not given; null
-    #: when the language ships none.
-    default_warmstart_corpus: str | None = None
-    #: Lean settings; required when ``backend`` is ``lean``.
-    lean: LeanSettings | None = None
-    #: Rocq settings; required when ``backend`` is ``rocq``.
-    rocq: RocqSettings | None = None
-
-
-@dataclass
-class ResourcesConfig:
-    """Hardware: the Ray cluster and how actors are placed on it (SPEC §2.2)."""
-
-    #: Ray cluster to join (``auto``, ``ray://host:10001``); null starts a
-    #: local cluster in the driver.
-    ray_address: str | None = None
-    #: CPUs the local cluster may use; null uses all of them.
-    num_cpus: int | None = None
-    #: GPUs the local cluster may use; null uses all of them.
-    num_gpus: int | None = None
-    #: Rehearse a GPU placement on CPUs: the local cluster declares this many
-    #: logical GPUs (in place of ``num_gpus``; cluster nodes declare theirs with
-    #: ``ray start --num-gpus``) and every actor reserves and is pinned to them
-    #: as on a real node, but computes on the CPU: engines with transformers
-    #: (whatever ``engine_backend`` says), the learner over gloo.  0: real GPUs.
-    simulated_gpus: int = 0
-    #: Generation engine implementation: ``transformers`` or ``vllm``.
-    engine_backend: str = "transformers"
-    #: Generation engine actors serving the Solver.
-    solver_engines: int = 1
-    #: Generation engine actors serving the Conjecturer.
-    conjecturer_engines: int = 1
-    #: Generation engine actors serving the Guide.
-    guide_engines: int = 1
-    #: CPUs reserved per generation engine.
-    cpus_per_engine: float = 1.0
-    #: GPUs reserved per generation engine (fractions share a GPU); 0 runs
-    #: the engines on CPU.
-    gpus_per_engine: float = 0.0
-    #: Share of its GPU's memory each vLLM engine may take (weights, activations,
-    #: KV cache: vLLM's ``gpu_memory_utilization``); null: vLLM's 0.9, for one
-    #: engine per GPU.  Engines that share a GPU (``gpus_per_engine`` < 1, or
-    #: more colocated engines than GPUs) need shares that leave room for each
-    #: other and for the learner; they start one after another, since each
-    #: sizes its KV cache from the memory free while it starts.
-    engine_gpu_memory_fraction: float | None = None
-    #: Verifier actors in the pool, each driving one prover process.
-    verifier_workers: int = 2
-    #: CPUs reserved per verifier actor.
-    cpus_per_verifier: float = 1.0
-    #: Ray Train workers (data-parallel ranks) per training run.
-    learner_workers: int = 1
-    #: CPUs reserved per learner worker.
-    cpus_per_learner_worker: float = 1.0
-    #: GPUs per learner worker; 0 trains on CPU (DDP with gloo).
-    gpus_per_learner_worker: float = 0.0
-    #: A training run in which Ray loses workers (a worker process or its
-    #: node dies) is started again from its base checkpoint at most this many
-    #: times; an error the training code raises ends the run at once.
-    learner_restarts: int = 2
-    #: Engines release accelerator memory during the training phase and take
-    #: the new weights when they wake (vLLM sleep mode); null: when they share
-    #: the learner's GPUs (``colocate_engines_with_learner``).
-    sleep_engines_during_training: bool | None = None
-    #: vLLM sleep level: 1 keeps the weights in host memory, 2 drops them
-    #: (they are reloaded from the new checkpoint on waking; less host memory).
-    engine_sleep_level: int = 1
-    #: An engine actor with work in flight that leaves its heartbeat (a
-    #: thread of its own, answered during generation) unanswered this long is
-    #: declared hung, killed and restarted, and its chunks are redone.
-    engine_heartbeat_timeout_s: float = 60.0
-    #: The same limit for a restarted engine's first answer, which comes once
-    #: it has loaded its model (a 7B model from disk takes minutes).
-    engine_restart_timeout_s: float = 900.0
-    #: One GPU node shared by engines and learner: the engines then reserve
-    #: no Ray GPU (the learner's ranks hold them all while training) and are
-    #: pinned round-robin to the node's GPUs through CUDA_VISIBLE_DEVICES;
-    #: they sleep during training so the learner has the memory.
-    #: ``gpus_per_engine`` must then be 0.
-    colocate_engines_with_learner: bool = False
-    #: How trained weights reach the running engines: ``checkpoint`` (each
-    #: engine reloads the learner's checkpoint in place) or ``direct`` (the
-    #: learner's rank 0 broadcasts them into the engines over a process group,
-    #: vLLM engines only: gloo for CPU engines, NCCL for GPU engines; not with
-    #: colocated or sleeping engines).  The checkpoint is written either way;
-    #: when a direct transfer fails, the role's engines are restarted on it.
-    #: Direct pays off where reading the checkpoint is slow (a network file
-    #: system, 7B weights over NVLink); on one machine the page cache makes
-    #: the reload faster (``benchmarks/weight_transfer.py``).
-    weight_transfer: str = "checkpoint"
-    #: How long a direct transfer waits for a peer (the rendezvous, each broadcast).
-    weight_transfer_timeout_s: float = 300.0
-    #: Strategy of each role's engine placement group: ``PACK`` (few nodes),
-    #: ``SPREAD`` (over the GPU nodes of a cluster), ``STRICT_PACK`` (one
-    #: node) or ``STRICT_SPREAD`` (one engine per node).
-    engine_placement: str = "PACK"
-    #: Strategy of the verifier pool's placement group (same choices).
-    verifier_placement: str = "PACK"
-    #: A custom Ray resource that marks the nodes verifier workers may use
-    #: (each worker asks for 0.001 of it); start CPU nodes with
-    #: ``ray start --resources='{"<name>": 1}'``.  Null: any node.
-    verifier_node_resource: str | None = None
-    #: Strategy of the learner's placement group (Ray Train's): ``STRICT_PACK``
-    #: keeps every data-parallel rank on one node (fast all-reduce).
-    learner_placement: str = "PACK"
 
 
 @dataclass

@@ -5,81 +5,46 @@
 :class:`~sgs.config.schema.ConfigError` listing every problem (value ranges,
 unknown choices, fields that contradict each other), each message naming the
 key.  :func:`config_problems` returns the list without raising.  The settings
-derived from a valid config (:func:`weight_transfer_backend`,
-:func:`engines_sleep_during_training`, :func:`trained_roles`,
-:func:`warmstart_enabled`) live here too, next to the checks that make them
-well defined.
+derived from a valid config live in :mod:`sgs.config.derived`; what the
+Solver objective asks of the rest of the config is checked by its entry's
+registry (:func:`sgs.method.registry.config_problems`), above this layer.
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from lean_env.rocq.known_bugs import FEATURE_NAMES as BUG_PRONE_FEATURES
 from sgs.config.benchmark_names import benchmark_problems
+from sgs.config.checks import at_least, choice
 from sgs.config.derived import active_engines, declared_gpus
+from sgs.config.evaluation import evaluation_problems
+from sgs.config.method import method_problems
+from sgs.config.model import model_problems
+from sgs.config.prover import prover_problems
+from sgs.config.resources import resources_problems
+from sgs.config.sampling import sampling_problems
 from sgs.config.serve import serve_problems
+from sgs.config.training import training_problems
 from sgs.config.schema import (
-    BACKEND_LANGUAGE,
-    CONJECTURE_DEDUPS,
-    CONJECTURER_PROMPTS,
-    CONTAMINATION_MODES,
-    DTYPES,
-    EI_SOLVED_COUNTS,
-    ENGINE_BACKENDS,
-    ENGINE_HEARTBEAT_INTERVAL_S,
     HUB_SCHEME,
     KNOWN_TARGET_LANGUAGES,
-    LEARNER_STRATEGIES,
-    LOSS_NORMALISATIONS,
-    OPTIMIZER_STATES,
-    PLACEMENT_STRATEGIES,
     PROOF_LANGUAGES,
-    PROVER_BACKENDS,
-    STATEMENT_GRAMMAR,
-    REWARD_NORMALISATIONS,
     ROLES,
-    SOLVER_OBJECTIVES,
-    UNELABORATED_CONJECTURES,
-    UNTRAINED_SOLVER,
     WANDB_MODES,
     WARMSTART_MODES,
-    WEIGHT_TRANSFERS,
     ConfigError,
-    EvaluationConfig,
-    MethodConfig,
     ModelConfig,
     ProverConfig,
     ResourcesConfig,
-    RoleSampling,
-    SamplingConfig,
     SGSConfig,
     TargetsConfig,
     TrainingConfig,
     WarmstartConfig,
     resolve_source_path,
 )
-
-
-def _choice(problems: list[str], key: str, value: Any, choices: tuple) -> None:
-    if value not in choices:
-        problems.append(f"{key}={value!r} is not one of {', '.join(map(str, choices))}")
-
-
-def _at_least(problems: list[str], key: str, value: float | None, low: float) -> None:
-    if value is not None and value < low:
-        problems.append(f"{key}={value!r} must be at least {low}")
-
-
-def _fraction(problems: list[str], key: str, value: float) -> None:
-    """``value`` must lie in (0, 1]."""
-    if not 0.0 < value <= 1.0:
-        problems.append(f"{key}={value!r} must lie in (0, 1]")
 
 
 #: Extra advice for keys that are commonly left unset.
@@ -116,180 +81,36 @@ def to_schema(cfg: DictConfig) -> SGSConfig:
         raise ConfigError([_key_problem(key, f"is invalid: {reason}")]) from error
 
 
-def _check_method(problems: list[str], method: MethodConfig) -> None:
-    _choice(problems, "method.solver_objective", method.solver_objective, SOLVER_OBJECTIVES)
-    _choice(problems, "method.conjecturer_prompt", method.conjecturer_prompt, CONJECTURER_PROMPTS)
-    _choice(problems, "method.reward_normalisation", method.reward_normalisation, REWARD_NORMALISATIONS)
-    _choice(problems, "method.loss_normalisation", method.loss_normalisation, LOSS_NORMALISATIONS)
-    _choice(problems, "method.unelaborated_conjectures", method.unelaborated_conjectures,
-            tuple(UNELABORATED_CONJECTURES))
-    _choice(problems, "method.conjecture_dedup", method.conjecture_dedup, CONJECTURE_DEDUPS)
-    _choice(problems, "method.ei_solved_count", method.ei_solved_count, EI_SOLVED_COUNTS)
-    _at_least(problems, "method.conjectures_per_target", method.conjectures_per_target, 0)
-    _at_least(problems, "method.num_solver_samples", method.num_solver_samples, 1)
-    _at_least(problems, "method.max_proofs_per_target", method.max_proofs_per_target, 1)
-    _at_least(problems, "method.ei_replay_iterations", method.ei_replay_iterations, 1)
-    _at_least(problems, "method.batch_size", method.batch_size, 1)
-    # sgs.method.rewards.keep_threshold indexes the sorted rates at floor(q * n): q = 1 is past the end.
-    if not 0.0 < method.conjecture_keep_quantile < 1.0:
-        problems.append(f"method.conjecture_keep_quantile={method.conjecture_keep_quantile!r} must lie in (0, 1)")
-    # rewards.overlong_penalty needs room between the threshold and max_tokens.
-    if not 0.0 < method.overlong_fraction < 1.0:
-        problems.append(f"method.overlong_fraction={method.overlong_fraction!r} must lie strictly between 0 and 1")
-    _at_least(problems, "method.cispo_ratio_min", method.cispo_ratio_min, 0.0)
-    if not method.cispo_ratio_min <= 1.0 <= method.cispo_ratio_max:
+def _batches_fill_the_workers(problems: list[str], node: str, batches: TrainingConfig | WarmstartConfig,
+                              learner_workers: int) -> None:
+    """A step's sequences are dealt to the learner workers in whole micro-batches."""
+    per_step = batches.micro_batch_size * learner_workers
+    if per_step >= 1 and batches.global_batch_size >= 1 and batches.global_batch_size % per_step:
         problems.append(
-            f"method.cispo_ratio_min={method.cispo_ratio_min!r} and method.cispo_ratio_max="
-            f"{method.cispo_ratio_max!r} must bracket 1 (the ratio range is [1 - eps_low, 1 + eps_high])"
-        )
-    if method.conjectures_per_target == 0:
-        if method.train_conjecturer:
-            problems.append(
-                "method.train_conjecturer=true needs conjectures: method.conjectures_per_target is 0 "
-                "(a Solver-only run); set method.train_conjecturer=false"
-            )
-        if method.use_guide:
-            problems.append(
-                "method.use_guide=true needs conjectures to score: method.conjectures_per_target is 0 "
-                "(a Solver-only run); set method.use_guide=false"
-            )
-    elif method.use_guide and not method.train_conjecturer:
-        problems.append(
-            "method.use_guide=true with method.train_conjecturer=false: Guide scores only feed the "
-            "Conjecturer's reward, so a frozen Conjecturer needs no Guide; set method.use_guide=false"
-        )
-    if method.solver_objective == UNTRAINED_SOLVER and method.conjectures_per_target > 0:
-        problems.append(
-            f"method.solver_objective={UNTRAINED_SOLVER} is parallel sampling: a Solver that never learns "
-            "gains nothing from conjectures; set method.conjectures_per_target=0 (with "
-            "method.train_conjecturer=false and method.use_guide=false), as +experiment=parallel_sampling does"
+            f"{node}.global_batch_size={batches.global_batch_size} must be a multiple of "
+            f"{node}.micro_batch_size * resources.learner_workers = {per_step}"
         )
 
 
-def _check_sampling(problems: list[str], sampling: SamplingConfig) -> None:
-    for role in ("solver", "conjecturer", "guide"):
-        settings: RoleSampling = getattr(sampling, role)
-        _at_least(problems, f"sampling.{role}.max_tokens", settings.max_tokens, 1)
-        _at_least(problems, f"sampling.{role}.temperature", settings.temperature, 0.0)
-        _fraction(problems, f"sampling.{role}.top_p", settings.top_p)
-    _at_least(problems, "sampling.entropy_top_logprobs", sampling.entropy_top_logprobs, 0)
-    grammar = sampling.conjecturer_grammar
-    if grammar is not None and grammar != STATEMENT_GRAMMAR and not Path(grammar).expanduser().is_file():
-        problems.append(f"sampling.conjecturer_grammar={grammar!r} is neither null, {STATEMENT_GRAMMAR!r} "
-                        "(the built-in grammar) nor a grammar file")
-
-
-def _check_training(problems: list[str], training: TrainingConfig, cfg: SGSConfig) -> None:
-    if not training.learning_rate > 0:
-        problems.append(f"training.learning_rate={training.learning_rate!r} must be positive")
-    _at_least(problems, "training.global_batch_size", training.global_batch_size, 1)
-    _at_least(problems, "training.micro_batch_size", training.micro_batch_size, 1)
-    for key in ("adam_beta1", "adam_beta2"):
-        value = getattr(training, key)
-        if not 0.0 <= value < 1.0:
-            problems.append(f"training.{key}={value!r} must lie in [0, 1)")
-    if not training.adam_epsilon > 0:
-        problems.append(f"training.adam_epsilon={training.adam_epsilon!r} must be positive")
-    _at_least(problems, "training.weight_decay", training.weight_decay, 0.0)
-    if not training.grad_clip_norm > 0:
-        problems.append(f"training.grad_clip_norm={training.grad_clip_norm!r} must be positive")
-    _at_least(problems, "training.epochs_per_iteration", training.epochs_per_iteration, 1)
-    _at_least(problems, "training.max_seq_len", training.max_seq_len, 1)
-    _choice(problems, "training.optimizer_state", training.optimizer_state, OPTIMIZER_STATES)
-    _choice(problems, "training.strategy", training.strategy, LEARNER_STRATEGIES)
-    _at_least(problems, "training.keep_checkpoints", training.keep_checkpoints, 1)
-    if not training.probe_logprob_tolerance > 0:
-        problems.append(f"training.probe_logprob_tolerance={training.probe_logprob_tolerance!r} must be positive")
-
-    per_step = training.micro_batch_size * cfg.resources.learner_workers
-    if per_step >= 1 and training.global_batch_size >= 1 and training.global_batch_size % per_step:
-        problems.append(
-            f"training.global_batch_size={training.global_batch_size} must be a multiple of "
-            f"training.micro_batch_size * resources.learner_workers = {per_step}"
-        )
-    k = cfg.method.num_solver_samples
-    if cfg.method.solver_objective == "cispo" and k >= 1 and training.global_batch_size % k:
-        problems.append(
-            f"training.global_batch_size={training.global_batch_size} must be a multiple of "
-            f"method.num_solver_samples={k} for CISPO, whose batches hold whole groups"
-        )
-
-
-def _check_model(problems: list[str], model: ModelConfig, cfg: SGSConfig) -> None:
-    if not model.name:
-        problems.append("model.name must not be empty")
-    _choice(problems, "model.dtype", model.dtype, DTYPES)
-    if model.path is None and model.tiny is None:
-        problems.append("model.path is null and model.tiny is not set: give a checkpoint path or tiny-model settings")
-    if model.path is None and model.needs_gpu:
-        problems.append("model.needs_gpu=true but model.path is null: the locally built tiny model runs on CPU")
-    if not (model.learning_rate_scale > 0 and math.isfinite(model.learning_rate_scale)):
-        problems.append(f"model.learning_rate_scale={model.learning_rate_scale!r} must be positive and finite")
+def _check_model_fits(problems: list[str], model: ModelConfig, cfg: SGSConfig) -> None:
+    """What the model's dtype and the tiny model's context allow the training and sampling nodes."""
     if model.dtype == "float16" and cfg.training.bf16:
         problems.append("training.bf16=true contradicts model.dtype='float16'; use model.dtype=bfloat16 or float32")
     tiny = model.tiny
-    if tiny is None:
+    if model.path is not None or tiny is None:
         return
-    for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                "num_key_value_heads", "min_token_frequency"):
-        _at_least(problems, f"model.tiny.{key}", getattr(tiny, key), 1)
-    if not tiny.rope_theta > 0:
-        problems.append(f"model.tiny.rope_theta={tiny.rope_theta!r} must be positive")
-    # The 256 byte symbols plus the 6 special tokens of sgs.machinery.models.tiny.
-    _at_least(problems, "model.tiny.vocab_size", tiny.vocab_size, 262)
-    if tiny.num_attention_heads >= 1 and tiny.num_key_value_heads >= 1:
-        if tiny.hidden_size % tiny.num_attention_heads:
-            problems.append(
-                f"model.tiny.hidden_size={tiny.hidden_size} must be divisible by "
-                f"model.tiny.num_attention_heads={tiny.num_attention_heads}"
-            )
-        elif tiny.hidden_size // tiny.num_attention_heads < 32:
-            problems.append(
-                f"model.tiny head_dim = hidden_size / num_attention_heads = "
-                f"{tiny.hidden_size // tiny.num_attention_heads} must be at least 32 (vLLM CPU attention)"
-            )
-        if tiny.num_attention_heads % tiny.num_key_value_heads:
-            problems.append(
-                f"model.tiny.num_key_value_heads={tiny.num_key_value_heads} must divide "
-                f"model.tiny.num_attention_heads={tiny.num_attention_heads}"
-            )
-    if model.path is None:
-        if tiny.max_position_embeddings < cfg.training.max_seq_len:
-            problems.append(
-                f"model.tiny.max_position_embeddings={tiny.max_position_embeddings} is shorter than "
-                f"training.max_seq_len={cfg.training.max_seq_len}"
-            )
-        for role in ("solver", "conjecturer", "guide"):
-            max_tokens = getattr(cfg.sampling, role).max_tokens
-            if tiny.max_position_embeddings <= max_tokens:
-                problems.append(
-                    f"model.tiny.max_position_embeddings={tiny.max_position_embeddings} leaves no room for a "
-                    f"prompt before sampling.{role}.max_tokens={max_tokens} generated tokens"
-                )
-
-
-def _check_prover(problems: list[str], prover: ProverConfig) -> None:
-    _choice(problems, "prover.backend", prover.backend, PROVER_BACKENDS)
-    _choice(problems, "prover.language", prover.language, PROOF_LANGUAGES)
-    expected = BACKEND_LANGUAGE.get(prover.backend)
-    if expected is not None and prover.language in PROOF_LANGUAGES and prover.language != expected:
+    if tiny.max_position_embeddings < cfg.training.max_seq_len:
         problems.append(
-            f"prover.language={prover.language!r} cannot be checked by prover.backend={prover.backend!r}, "
-            f"which checks {expected}"
+            f"model.tiny.max_position_embeddings={tiny.max_position_embeddings} is shorter than "
+            f"training.max_seq_len={cfg.training.max_seq_len}"
         )
-    if not prover.timeout > 0:
-        problems.append(f"prover.timeout={prover.timeout!r} must be positive (seconds)")
-    if not 0 <= prover.audit_fraction <= 1:
-        problems.append(f"prover.audit_fraction={prover.audit_fraction!r} must be between 0 and 1")
-    if prover.backend == "lean" and prover.lean is None:
-        problems.append("prover.backend='lean' needs prover.lean settings (use prover=lean)")
-    if prover.backend == "rocq" and prover.rocq is None:
-        problems.append("prover.backend='rocq' needs prover.rocq settings (use prover=rocq)")
-    if prover.rocq is not None:
-        unknown = sorted(set(prover.rocq.allow_bug_prone_features) - set(BUG_PRONE_FEATURES))
-        if unknown:
-            problems.append(f"prover.rocq.allow_bug_prone_features: unknown {unknown} "
-                            f"(choose from {list(BUG_PRONE_FEATURES)})")
+    for role in ("solver", "conjecturer", "guide"):
+        max_tokens = getattr(cfg.sampling, role).max_tokens
+        if tiny.max_position_embeddings <= max_tokens:
+            problems.append(
+                f"model.tiny.max_position_embeddings={tiny.max_position_embeddings} leaves no room for a "
+                f"prompt before sampling.{role}.max_tokens={max_tokens} generated tokens"
+            )
 
 
 def _check_targets(problems: list[str], targets: TargetsConfig, prover: ProverConfig) -> None:
@@ -314,61 +135,17 @@ def _check_targets(problems: list[str], targets: TargetsConfig, prover: ProverCo
         elif prover.language in PROOF_LANGUAGES and prover.language != "lean":
             problems.append(f"targets.lean_repo_dir applies to Lean targets (LeanDojo files) only, but "
                             f"prover.language={prover.language!r}")
-    _at_least(problems, "targets.limit", targets.limit, 1)
+    at_least(problems, "targets.limit", targets.limit, 1)
     if not 0.0 <= targets.held_out_fraction < 1.0:
         problems.append(f"targets.held_out_fraction={targets.held_out_fraction!r} must lie in [0, 1)")
 
 
 def _check_resources(problems: list[str], resources: ResourcesConfig, cfg: SGSConfig) -> None:
-    _choice(problems, "resources.engine_backend", resources.engine_backend, ENGINE_BACKENDS)
-    if resources.ray_address is not None and not resources.ray_address.strip():
-        problems.append("resources.ray_address must not be empty; use null to start a local cluster")
-    _at_least(problems, "resources.num_cpus", resources.num_cpus, 1)
-    _at_least(problems, "resources.num_gpus", resources.num_gpus, 0)
-    _at_least(problems, "resources.simulated_gpus", resources.simulated_gpus, 0)
-    _at_least(problems, "resources.solver_engines", resources.solver_engines, 1)
+    """What the method, the model and the GPUs the config declares ask of the resources."""
     if cfg.method.conjectures_per_target > 0:
-        _at_least(problems, "resources.conjecturer_engines", resources.conjecturer_engines, 1)
+        at_least(problems, "resources.conjecturer_engines", resources.conjecturer_engines, 1)
     if cfg.method.use_guide:
-        _at_least(problems, "resources.guide_engines", resources.guide_engines, 1)
-    _at_least(problems, "resources.verifier_workers", resources.verifier_workers, 1)
-    _at_least(problems, "resources.learner_workers", resources.learner_workers, 1)
-    _at_least(problems, "resources.learner_restarts", resources.learner_restarts, 0)
-    for key in ("cpus_per_engine", "gpus_per_engine", "cpus_per_verifier",
-                "cpus_per_learner_worker", "gpus_per_learner_worker"):
-        _at_least(problems, f"resources.{key}", getattr(resources, key), 0.0)
-
-    _choice(problems, "resources.engine_sleep_level", resources.engine_sleep_level, (1, 2))
-    fraction = resources.engine_gpu_memory_fraction
-    if fraction is not None and not 0 < fraction <= 1:
-        problems.append(f"resources.engine_gpu_memory_fraction={fraction!r} must be in (0, 1], or null for vLLM's 0.9")
-    for key in ("engine_heartbeat_timeout_s", "engine_restart_timeout_s"):
-        if not getattr(resources, key) > ENGINE_HEARTBEAT_INTERVAL_S:
-            problems.append(f"resources.{key}={getattr(resources, key)!r} must exceed the heartbeat interval "
-                            f"({ENGINE_HEARTBEAT_INTERVAL_S:g} s)")
-    if resources.colocate_engines_with_learner and resources.gpus_per_engine > 0:
-        problems.append("resources.colocate_engines_with_learner=true pins engines to GPUs outside Ray's "
-                        "accounting (the learner holds the GPUs); set resources.gpus_per_engine=0")
-    _choice(problems, "resources.weight_transfer", resources.weight_transfer, WEIGHT_TRANSFERS)
-    if resources.weight_transfer == "direct":
-        if resources.engine_backend != "vllm":
-            problems.append("resources.weight_transfer=direct needs vLLM engines (resources.engine_backend=vllm); "
-                            "the transformers engines load checkpoints")
-        if resources.colocate_engines_with_learner:
-            problems.append("resources.weight_transfer=direct cannot reach engines colocated with the learner "
-                            "(NCCL needs a GPU per rank and the learner's rank 0 shares GPU 0); use checkpoint")
-        if resources.sleep_engines_during_training:
-            problems.append("resources.weight_transfer=direct sends weights while the engines would sleep; set "
-                            "resources.sleep_engines_during_training=false or weight_transfer=checkpoint")
-    if not resources.weight_transfer_timeout_s > 0:
-        problems.append(f"resources.weight_transfer_timeout_s={resources.weight_transfer_timeout_s!r} must be positive")
-    for key in ("engine_placement", "verifier_placement", "learner_placement"):
-        _choice(problems, f"resources.{key}", getattr(resources, key), PLACEMENT_STRATEGIES)
-
-    # Ray Train gives each rank one whole GPU (NCCL and DeepSpeed need a GPU of their own per rank).
-    if resources.gpus_per_learner_worker not in (0, 1):
-        problems.append(f"resources.gpus_per_learner_worker={resources.gpus_per_learner_worker!r} must be 0 (CPU) or "
-                        f"1 (one GPU per data-parallel rank)")
+        at_least(problems, "resources.guide_engines", resources.guide_engines, 1)
     if resources.simulated_gpus > 0:
         _check_simulated(problems, resources, cfg)
     on_cpu = [f"resources.{key}=0" for key in ("gpus_per_engine", "gpus_per_learner_worker")
@@ -438,52 +215,35 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
     problems: list[str] = []
     if not cfg.run_dir:
         problems.append("run_dir must not be empty")
-    _at_least(problems, "iterations", cfg.iterations, 1)
-    _at_least(problems, "stop.flat_iterations", cfg.stop.flat_iterations, 1)
-    _at_least(problems, "stop.min_iterations", cfg.stop.min_iterations, 0)
+    at_least(problems, "iterations", cfg.iterations, 1)
+    at_least(problems, "stop.flat_iterations", cfg.stop.flat_iterations, 1)
+    at_least(problems, "stop.min_iterations", cfg.stop.min_iterations, 0)
     if not cfg.experiment:
         problems.append("experiment must not be empty")
     _check_targets(problems, cfg.targets, cfg.prover)
-    _check_method(problems, cfg.method)
-    _check_sampling(problems, cfg.sampling)
-    _check_training(problems, cfg.training, cfg)
-    _check_model(problems, cfg.model, cfg)
-    _check_prover(problems, cfg.prover)
+    # The nodes that check themselves beside their fields (method, sampling, training, model,
+    # prover, resources, evaluation, serve), the nodes still checked here, and what ties
+    # nodes together.
+    problems.extend(method_problems(cfg.method))
+    problems.extend(sampling_problems(cfg.sampling))
+    problems.extend(training_problems(cfg.training))
+    _batches_fill_the_workers(problems, "training", cfg.training, cfg.resources.learner_workers)
+    problems.extend(model_problems(cfg.model))
+    _check_model_fits(problems, cfg.model, cfg)
+    problems.extend(prover_problems(cfg.prover))
+    problems.extend(resources_problems(cfg.resources))
     _check_resources(problems, cfg.resources, cfg)
     _check_warmstart(problems, cfg.warmstart, cfg)
-    _check_evaluation(problems, cfg.evaluation, cfg.prover)
-    _choice(problems, "logging.wandb_mode", cfg.logging.wandb_mode, WANDB_MODES)
+    problems.extend(evaluation_problems(cfg.evaluation))
+    evaluation = cfg.evaluation
+    problems.extend(benchmark_problems(evaluation.benchmark, evaluation.benchmark_file, cfg.prover.language))
+    choice(problems, "logging.wandb_mode", cfg.logging.wandb_mode, WANDB_MODES)
     problems.extend(serve_problems(cfg.serve))
     return problems
 
 
-def _check_evaluation(problems: list[str], evaluation: EvaluationConfig, prover: ProverConfig) -> None:
-    _at_least(problems, "evaluation.k", evaluation.k, 0)
-    _choice(problems, "evaluation.contamination", evaluation.contamination, CONTAMINATION_MODES)
-    problems.extend(benchmark_problems(evaluation.benchmark, evaluation.benchmark_file, prover.language))
-    _at_least(problems, "evaluation.limit", evaluation.limit, 1)
-    bad_ks = [k for k in evaluation.ks if k < 1]
-    if not evaluation.ks or bad_ks:
-        problems.append(f"evaluation.ks={list(evaluation.ks)!r} must list at least one k, each at least 1")
-    elif len(set(evaluation.ks)) != len(evaluation.ks):
-        problems.append(f"evaluation.ks={list(evaluation.ks)!r} lists a k twice")
-    elif evaluation.samples_per_problem < max(evaluation.ks):
-        problems.append(
-            f"evaluation.samples_per_problem={evaluation.samples_per_problem} must be at least the largest k "
-            f"of evaluation.ks ({max(evaluation.ks)}): the unbiased pass@k needs n >= k samples per problem"
-        )
-    _at_least(problems, "evaluation.samples_per_problem", evaluation.samples_per_problem, 1)
-    if evaluation.checkpoint is not None and not evaluation.checkpoint.strip():
-        problems.append("evaluation.checkpoint must not be empty; use null for the run's base model")
-    if not evaluation.output_dir.strip():
-        problems.append("evaluation.output_dir must not be empty")
-    if not 0.0 < evaluation.confidence < 1.0:
-        problems.append(f"evaluation.confidence={evaluation.confidence!r} must lie strictly between 0 and 1")
-    _at_least(problems, "evaluation.every", evaluation.every, 0)
-
-
 def _check_warmstart(problems: list[str], ws: WarmstartConfig, cfg: SGSConfig) -> None:
-    _choice(problems, "warmstart.mode", ws.mode, WARMSTART_MODES)
+    choice(problems, "warmstart.mode", ws.mode, WARMSTART_MODES)
     if ws.mode == "always" and ws.corpus is None:
         problems.append(
             f"warmstart.mode='always' needs a corpus, but warmstart.corpus is null (the {cfg.prover.language} "
@@ -505,19 +265,14 @@ def _check_warmstart(problems: list[str], ws: WarmstartConfig, cfg: SGSConfig) -
         problems.append(f"warmstart.roles holds {', '.join(map(repr, unknown))}; roles are {', '.join(ROLES)}")
     if not ws.roles or len(set(ws.roles)) != len(ws.roles):
         problems.append(f"warmstart.roles={list(ws.roles)!r} must name at least one role, each once")
-    _at_least(problems, "warmstart.epochs", ws.epochs, 1)
-    _at_least(problems, "warmstart.max_examples", ws.max_examples, 1)
+    at_least(problems, "warmstart.epochs", ws.epochs, 1)
+    at_least(problems, "warmstart.max_examples", ws.max_examples, 1)
     if not ws.learning_rate > 0:
         problems.append(f"warmstart.learning_rate={ws.learning_rate!r} must be positive")
-    _at_least(problems, "warmstart.global_batch_size", ws.global_batch_size, 1)
-    _at_least(problems, "warmstart.micro_batch_size", ws.micro_batch_size, 1)
-    per_step = ws.micro_batch_size * cfg.resources.learner_workers
-    if per_step >= 1 and ws.global_batch_size >= 1 and ws.global_batch_size % per_step:
-        problems.append(
-            f"warmstart.global_batch_size={ws.global_batch_size} must be a multiple of "
-            f"warmstart.micro_batch_size * resources.learner_workers = {per_step}"
-        )
-    _at_least(problems, "warmstart.report_targets", ws.report_targets, 1)
+    at_least(problems, "warmstart.global_batch_size", ws.global_batch_size, 1)
+    at_least(problems, "warmstart.micro_batch_size", ws.micro_batch_size, 1)
+    _batches_fill_the_workers(problems, "warmstart", ws, cfg.resources.learner_workers)
+    at_least(problems, "warmstart.report_targets", ws.report_targets, 1)
 
 
 def _hydra_job_dir() -> str | None:

@@ -1,5 +1,5 @@
-"""The prove phase: the Solver writes k proofs per training target (expert
-iteration: per target with too few stored proofs) and per surviving
+"""The prove phase: the Solver writes k proofs per training target its
+objective samples (expert iteration: those with too few stored proofs) and per surviving
 conjecture; each chunk of samples goes to the verifier pool the moment the
 engine returns it, and the Guide reviews a conjecture as soon as its solve
 rate is final (:class:`EarlyReviews`)."""
@@ -14,7 +14,7 @@ from sgs.loop.context import Problem, RunContext, attempt_id, review_sample_id, 
 from sgs.machinery.engines import EngineGroup, Sample, SamplingSettings
 from sgs.machinery.runtime import sampling_settings, solver_settings
 from sgs.machinery.streaming import Request
-from sgs.method import objectives
+from sgs.method.registry import objective
 from sgs.method.rewards import apply_overlong_penalty, solver_reward
 from sgs.method.roles import extract_proof
 from sgs.state.records import Attempt, Completion, solve_rates
@@ -97,12 +97,10 @@ def problems(ctx: RunContext, iteration: int) -> list[Problem]:
     surviving conjectures (needs the conjecture phase done)."""
     method = ctx.cfg.method
     targets = batch_targets(ctx.store.targets, method.batch_size, ctx.cfg.seed, iteration)
-    if method.solver_objective == "ei":
-        # Expert iteration samples only targets that still lack stored proofs.
-        counts = {t.id: len(ctx.store.solved_registry.proofs(t.id)) for t in targets}
-        keep = set(objectives.expert_iteration_targets([t.id for t in targets], counts,
-                                                       method.max_proofs_per_target))
-        targets = [t for t in targets if t.id in keep]
+    counts = {t.id: len(ctx.store.solved_registry.proofs(t.id)) for t in targets}
+    sample_targets = objective(method.solver_objective).sample_targets
+    keep = set(sample_targets([t.id for t in targets], counts, method.max_proofs_per_target))
+    targets = [t for t in targets if t.id in keep]
     found = [Problem("target", t.id, t.header, t.statement, t.load_path) for t in targets]
     for c in ctx.store.conjectures(iteration):
         if c.statement is not None:

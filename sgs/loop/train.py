@@ -1,6 +1,7 @@
 """The training phase: the Solver on its objective's selection of this
-iteration's attempts (or, for expert iteration, the stored proofs of the last
-iterations), the Conjecturer on its weighted conjectures; each from the role's
+iteration's attempts (or, for an objective that replays, such as expert
+iteration, of the stored proofs of the last iterations), the Conjecturer on
+its weighted conjectures; each from the role's
 current weights, both in one learner run (its workers start once per
 iteration); the roles' engines then serve the results
 (:class:`sgs.loop.weights.EngineWeights`).  A role with no examples is not
@@ -18,6 +19,7 @@ from sgs.loop.weights import TRAIN_METRICS_FILE
 from sgs.machinery.learner import TrainExample, TrainJob, train_models
 from sgs.machinery.runtime import train_settings
 from sgs.method import objectives
+from sgs.method.registry import CONJECTURER_OBJECTIVE, Objective, ReplaySelection, objective
 from sgs.state.phase_log import PhaseLog, PhaseStats
 from sgs.state.records import Attempt, Completion, ConjectureScore, prompt_digest
 
@@ -34,15 +36,9 @@ def solver_rollouts(attempts: Sequence[Attempt]) -> list[objectives.Rollout]:
     ]
 
 
-def select_solver_samples(attempts: Sequence[Attempt], objective: str) -> list[objectives.Sample]:
-    """The on-policy objectives' choice among this iteration's attempts."""
-    select = {
-        "reinforce": objectives.select_reinforce,
-        "reinforce_half": objectives.select_reinforce_half,
-        "cispo": objectives.select_cispo,
-        "none": objectives.select_nothing,
-    }[objective]
-    return select(solver_rollouts(attempts))
+def select_solver_samples(attempts: Sequence[Attempt], solver_objective: Objective) -> list[objectives.Sample]:
+    """The objective's choice among this iteration's attempts."""
+    return solver_objective.select(solver_rollouts(attempts))
 
 
 def in_conjecturer_batch(score: ConjectureScore, rule: str) -> bool:
@@ -55,18 +51,18 @@ def train_policies(ctx: RunContext, iteration: int, phase_log: PhaseLog | None) 
     """Train the Solver and the Conjecturer on this iteration's examples (either
     may have none).  The phase writes checkpoints, not records (no ``phase_log``)."""
     jobs = {"solver": (solver_examples(ctx, iteration), ctx.cfg.method.solver_objective),
-            "conjecturer": (conjecturer_examples(ctx, iteration), "conjecturer")}
+            "conjecturer": (conjecturer_examples(ctx, iteration), CONJECTURER_OBJECTIVE)}
     learn(ctx, iteration, {role: (examples, objective) for role, (examples, objective) in jobs.items() if examples})
     return PhaseStats()
 
 
 def solver_examples(ctx: RunContext, iteration: int) -> list[TrainExample]:
-    objective = ctx.cfg.method.solver_objective
-    if objective == "ei":
-        chosen = expert_iteration_samples(ctx, iteration)
+    solver_objective = objective(ctx.cfg.method.solver_objective)
+    if solver_objective.replay is not None:
+        chosen = replayed_samples(ctx, iteration, solver_objective.replay)
     else:
         attempts = ctx.store.attempts(iteration)
-        chosen = [(attempts[s.index], s.weight) for s in select_solver_samples(attempts, objective)]
+        chosen = [(attempts[s.index], s.weight) for s in select_solver_samples(attempts, solver_objective)]
     conjectures = {c.id: c for c in ctx.store.conjectures(iteration)}
     examples = []
     for attempt, weight in chosen:
@@ -81,19 +77,20 @@ def solver_examples(ctx: RunContext, iteration: int) -> list[TrainExample]:
             prompt_ids=ctx.rt.prompter.token_ids(prompt),
             completion_ids=attempt.completion.token_ids,
             weight=weight,
-            old_logprobs=attempt.completion.logprobs if objective == "cispo" else None,
+            old_logprobs=attempt.completion.logprobs if solver_objective.needs_old_logprobs else None,
             group_id=attempt.problem_id,
         ))
     return examples
 
 
-def expert_iteration_samples(ctx: RunContext, iteration: int) -> list[tuple[Attempt, float]]:
-    """Stored proofs of the last ``ei_replay_iterations`` iterations, with their attempts."""
+def replayed_samples(ctx: RunContext, iteration: int, replay: ReplaySelection) -> list[tuple[Attempt, float]]:
+    """``replay``'s choice among the stored proofs of the last ``ei_replay_iterations``
+    iterations, with their attempts."""
     window = ctx.cfg.method.ei_replay_iterations
     stored = ctx.store.solved_registry.recent_proofs(since_iteration=iteration - window + 1)
     records = [objectives.StoredProof(problem_id=p.target_id, proof=p.proof, iteration=p.iteration,
                                       reward=p.reward) for p in stored]
-    samples = objectives.select_expert_iteration(records, iteration, window)
+    samples = replay(records, iteration, window)
     attempts = {a.id: a for i in sorted({p.iteration for p in stored}) for a in ctx.store.attempts(i)}
     return [(attempts[stored[s.index].attempt_id], s.weight) for s in samples]
 

@@ -24,11 +24,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sgs.analysis import metrics as M
-from sgs.config import SGSConfig, engines_sleep_during_training, trained_roles, weight_transfer_backend
+from sgs.config import SGSConfig, engines_sleep_during_training, weight_transfer_backend
 from sgs.loop.phases import TRAINING_PHASE
 from sgs.machinery.engines.weight_transfer import WeightTarget
 from sgs.machinery.learner import TrainResult
 from sgs.machinery.runtime import Checkpoint, Runtime
+from sgs.method.registry import trained_roles
 from sgs.state.run_reader import ITER_RE, RunReader, is_created_run
 from sgs.state.store import Store
 

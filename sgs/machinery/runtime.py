@@ -39,7 +39,6 @@ from sgs.config import (
     SGSConfig,
     engine_backend,
     declared_gpus,
-    trained_roles,
     warmstart_enabled,
     weight_transfer_backend,
 )
@@ -49,6 +48,7 @@ from sgs.machinery.models import ModelPaths, resolve_model_paths
 from sgs.machinery.placement import PlacementRecord
 from sgs.machinery.prompts import Prompter
 from sgs.method.roles import template_dir
+from sgs.method.registry import trained_roles
 from sgs.method.roles.grammar import statement_grammar
 from sgs.state.records import Target
 from sgs.state.targets import corpus_texts, load_targets
@@ -273,29 +273,29 @@ def train_settings(cfg: SGSConfig) -> TrainSettings:
     training, method, res = cfg.training, cfg.method, cfg.resources
     bf16 = training.bf16 if training.bf16 is not None else cfg.model.dtype == "bfloat16"
     return TrainSettings(
-        lr=training.learning_rate * cfg.model.learning_rate_scale,
+        learning_rate=training.learning_rate * cfg.model.learning_rate_scale,
         global_batch_size=training.global_batch_size,
         micro_batch_size=training.micro_batch_size,
-        adam_betas=(training.adam_beta1, training.adam_beta2),
-        adam_eps=training.adam_epsilon,
+        adam_beta1=training.adam_beta1,
+        adam_beta2=training.adam_beta2,
+        adam_epsilon=training.adam_epsilon,
         weight_decay=training.weight_decay,
-        grad_clip=training.grad_clip_norm,
+        grad_clip_norm=training.grad_clip_norm,
         epochs=training.epochs_per_iteration,
         max_seq_len=training.max_seq_len,
         loss_normalisation=method.loss_normalisation,
-        # The config gives the clip range [1 - eps_low, 1 + eps_high] directly.
-        cispo_eps_low=1.0 - method.cispo_ratio_min,
-        cispo_eps_high=method.cispo_ratio_max - 1.0,
+        cispo_ratio_min=method.cispo_ratio_min,
+        cispo_ratio_max=method.cispo_ratio_max,
         bf16=bf16,
         gradient_checkpointing=training.gradient_checkpointing,
         optimizer_state=training.optimizer_state,
         strategy=training.strategy,
-        num_workers=res.learner_workers,
-        cpus_per_worker=res.cpus_per_learner_worker,
+        learner_workers=res.learner_workers,
+        cpus_per_learner_worker=res.cpus_per_learner_worker,
         use_gpu=res.gpus_per_learner_worker > 0,
         simulated_gpus=res.simulated_gpus > 0,
-        placement_strategy=res.learner_placement,
-        max_restarts=res.learner_restarts,
+        learner_placement=res.learner_placement,
+        learner_restarts=res.learner_restarts,
         seed=cfg.seed,
     )
 

@@ -11,8 +11,8 @@ modules, in the order a run goes through them:
    naming the bad example, cut over-long completions, and decide every
    optimizer step up front (deterministic given ``TrainSettings.seed``).
 3. :mod:`~sgs.machinery.learner.steps` (the math, usable without Ray):
-   gradient accumulation over micro-batches with the losses of
-   :mod:`sgs.method.objectives`, one clipped Adam step per planned step.
+   gradient accumulation over micro-batches with the loss of the run's
+   objective (:mod:`sgs.method.registry`), one clipped Adam step per planned step.
 4. :mod:`~sgs.machinery.learner.strategy`: the update object the steps go
    through: :class:`TorchUpdate` (a plain module, or DDP) or
    :class:`DeepSpeedUpdate` (a DeepSpeed ZeRO-2 engine).
@@ -36,12 +36,10 @@ from sgs.machinery.learner.plan import PlannedSequence, WorkerStep, plan_steps, 
 from sgs.machinery.learner.settings import (
     DEEPSPEED_DIR,
     DEEPSPEED_TAG,
-    OBJECTIVES,
     OPTIMIZER_FILE,
     PROBE_FILE,
     STAGING_DIR,
     STRATEGIES,
-    Objective,
     TrainExample,
     TrainMetrics,
     TrainResult,
@@ -51,8 +49,8 @@ from sgs.machinery.learner.steps import micro_batch_loss, probe_logprobs, run_st
 from sgs.machinery.learner.strategy import DeepSpeedUpdate, TorchUpdate, make_optimizer
 
 __all__ = [
-    "DEEPSPEED_DIR", "DEEPSPEED_TAG", "OBJECTIVES", "OPTIMIZER_FILE", "PROBE_FILE", "STAGING_DIR", "STRATEGIES",
-    "DeepSpeedUpdate", "Objective", "PlannedSequence", "TorchUpdate", "TrainExample", "TrainJob", "TrainMetrics",
+    "DEEPSPEED_DIR", "DEEPSPEED_TAG", "OPTIMIZER_FILE", "PROBE_FILE", "STAGING_DIR", "STRATEGIES",
+    "DeepSpeedUpdate", "PlannedSequence", "TorchUpdate", "TrainExample", "TrainJob", "TrainMetrics",
     "TrainResult", "TrainSettings", "WorkerStep", "make_optimizer", "micro_batch_loss", "plan_steps",
     "probe_logprobs", "run_steps", "train", "train_models", "truncate", "validate_examples",
 ]

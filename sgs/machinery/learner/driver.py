@@ -6,7 +6,7 @@ TorchTrainer, then move each checkpoint Ray Train stored into its
 ``output_dir`` and save the tokenizer beside it, so
 ``TransformersEngine.load_weights`` can read the directory.  A run in which
 Ray loses workers is started again from its base checkpoints
-(``TrainSettings.max_restarts``).
+(``TrainSettings.learner_restarts``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from sgs.machinery.learner.settings import (
     PLACEMENT_FILE,
     PROBE_FILE,
     STAGING_DIR,
-    Objective,
     TrainExample,
     TrainMetrics,
     TrainResult,
@@ -41,6 +40,7 @@ from sgs.machinery.learner.settings import (
 )
 from sgs.machinery.learner.strategy import find_deepspeed_resume_dir
 from sgs.machinery.learner.worker import train_worker
+from sgs.method.registry import objective as registered_objective
 
 #: How often Ray Train's controller polls its workers, in seconds, unless the
 #: user set ``RAY_TRAIN_HEALTH_CHECK_INTERVAL_S``.  Each change of the run's
@@ -58,7 +58,8 @@ class TrainJob:
 
     examples: Sequence[TrainExample]
     base_checkpoint: str
-    objective: Objective
+    #: the name of a registered objective (:mod:`sgs.method.registry`)
+    objective: str
     output_dir: str
     #: replaces ``TrainSettings.seed`` for this model (the order of its examples, its initial state)
     seed: int
@@ -70,7 +71,7 @@ def train(
     examples: Sequence[TrainExample],
     *,
     base_checkpoint: str,
-    objective: Objective,
+    objective: str,
     settings: TrainSettings,
     output_dir: str,
     run_name: str,
@@ -82,8 +83,9 @@ def train(
     Args:
         examples: the sequences the objective selected (validated here).
         base_checkpoint: Hugging Face checkpoint (directory or hub id) to start from.
-        objective: "reinforce", "reinforce_half", "ei" (weighted NLL), "conjecturer"
-            (weighted NLL on normalised rewards in [-1, 1]) or "cispo".
+        objective: the name of a registered objective (:mod:`sgs.method.registry`):
+            "reinforce", "reinforce_half", "ei" (weighted NLL), "conjecturer" (weighted NLL
+            on normalised rewards in [-1, 1]), "cispo", or one registered since.
         settings: optimisation and scaling settings.
         output_dir: where the new checkpoint goes; owned by this call (files of the same
             name are replaced).  Must differ from base_checkpoint.
@@ -121,8 +123,9 @@ def train_models(jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name:
     results: list[TrainResult | None] = [None] * len(jobs)
     configs = []
     for index, job in enumerate(jobs):
+        objective = registered_objective(job.objective)
         vocab_size = AutoConfig.from_pretrained(job.base_checkpoint).vocab_size
-        validate_examples(job.examples, job.objective, vocab_size)
+        validate_examples(job.examples, objective, vocab_size)
         if not job.examples:
             results[index] = TrainResult(checkpoint_dir=job.base_checkpoint, metrics=_zero_metrics())
             continue
@@ -136,9 +139,11 @@ def train_models(jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name:
             "output_dir": output_dir,
             "num_truncated": sum(a is not b for a, b in zip(job.examples, truncated)),
             # Each worker fetches only its own share; the refs stay alive here for the whole run.
-            "plans": [ray.put(worker_plan) for worker_plan in plan_steps(truncated, job.objective, job_settings)],
+            "plans": [ray.put(worker_plan) for worker_plan in plan_steps(truncated, objective, job_settings)],
             "settings": asdict(job_settings),
-            "objective": job.objective,
+            # The entry itself, not its name: an objective registered in this process only
+            # (a test's) trains too.
+            "objective": objective,
             "base_checkpoint": job.base_checkpoint,
             "deepspeed_resume_dir": find_deepspeed_resume_dir(job.base_checkpoint, job_settings),
             "probe": job.probe,
@@ -154,17 +159,17 @@ def train_models(jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name:
         os.makedirs(config["output_dir"], exist_ok=True)
     # Read when the run starts: the controller gets it from this process's environment.
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", CONTROLLER_POLL_INTERVAL_S)
-    for attempt in range(settings.max_restarts + 1):
+    for attempt in range(settings.learner_restarts + 1):
         # A fresh start each time: Ray's state of a lost attempt is never reloaded.
         shutil.rmtree(staging, ignore_errors=True)
         try:
             result = _trainer(configs, settings, run_name, staging).fit()
             break
         except (ControllerError, WorkerGroupError) as error:
-            if attempt == settings.max_restarts or not lost_workers(error):
+            if attempt == settings.learner_restarts or not lost_workers(error):
                 raise
             log.warning("Ray Train run %r lost its workers (%s); starting it again from the base checkpoint "
-                        "(restart %d of at most %d)", run_name, error, attempt + 1, settings.max_restarts)
+                        "(restart %d of at most %d)", run_name, error, attempt + 1, settings.learner_restarts)
     # One checkpoint per job, each reported with its job's index.
     reported = {metrics["job"]: (checkpoint, metrics) for checkpoint, metrics in result.best_checkpoints or []}
     for config in configs:
@@ -182,10 +187,10 @@ def _trainer(configs: list[dict[str, Any]], settings: TrainSettings, run_name: s
         train_worker,
         train_loop_config={"jobs": configs},
         scaling_config=ScalingConfig(
-            num_workers=settings.num_workers,
+            num_workers=settings.learner_workers,
             use_gpu=settings.use_gpu,
-            resources_per_worker={"CPU": settings.cpus_per_worker, **({"GPU": 1} if settings.use_gpu else {})},
-            placement_strategy=settings.placement_strategy,
+            resources_per_worker={"CPU": settings.cpus_per_learner_worker, **({"GPU": 1} if settings.use_gpu else {})},
+            placement_strategy=settings.learner_placement,
         ),
         torch_config=TorchConfig(backend="nccl" if settings.use_gpu and not settings.simulated_gpus else "gloo"),
         run_config=RunConfig(name=run_name, storage_path=staging),

@@ -1,7 +1,8 @@
 """The driver side of a training run before any worker starts: reject
 malformed examples, naming the bad one (:func:`validate_examples`); cut
 over-long completions (:func:`truncate`); and decide every optimizer step up
-front (:func:`plan_steps`): shuffled order, whole CISPO groups, the global
+front (:func:`plan_steps`): shuffled order, whole groups for the objectives
+that keep them (``Objective.whole_groups``: CISPO), the global
 token / sequence / group counts that normalise the loss, each step's examples
 dealt to the workers.  The plan is deterministic given the examples and
 ``TrainSettings.seed``.
@@ -15,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sgs.machinery.learner.settings import OBJECTIVES, TrainExample, TrainSettings
+from sgs.machinery.learner.settings import TrainExample, TrainSettings
 from sgs.method.objectives import Sample as ObjectiveSample
-from sgs.method.objectives import cispo_batches
+from sgs.method.objectives import whole_group_batches
+from sgs.method.registry import Objective
 
 
 @dataclass(frozen=True)
@@ -31,11 +33,11 @@ class PlannedSequence:
     weight: float
     """Loss weight or advantage; 0 for the filler that keeps an idle worker in the step's all-reduce."""
     old_logprobs: list[float] | None
-    """Sampler log-probs of the completion tokens (CISPO's π_old)."""
+    """Sampler log-probs of the completion tokens (π_old, for the objectives that need them)."""
     group: int
     """Index of the sequence's group, unique within its step."""
     group_num_tokens: int
-    """Completion tokens of the sequence's whole group in its step (CISPO's per-group normaliser)."""
+    """Completion tokens of the sequence's whole group in its step (a per-group normaliser)."""
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,10 @@ class WorkerStep:
     """Groups in the whole step, over all workers."""
 
 
-def validate_examples(examples: Sequence[TrainExample], objective: str, vocab_size: int) -> None:
-    """Raise ValueError naming the first malformed example."""
-    if objective not in OBJECTIVES:
-        raise ValueError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVES)}")
+def validate_examples(examples: Sequence[TrainExample], objective: Objective, vocab_size: int) -> None:
+    """Raise ValueError naming the first malformed example (or an objective that never trains)."""
+    if not objective.trains:
+        raise ValueError(f"objective {objective.name!r} has no loss: it never trains")
     for index, example in enumerate(examples):
         where = f"example {index}"
         for name in ("prompt_ids", "completion_ids"):
@@ -75,11 +77,11 @@ def validate_examples(examples: Sequence[TrainExample], objective: str, vocab_si
                 )
             if not all(math.isfinite(lp) and lp <= 0.0 for lp in example.old_logprobs):
                 raise ValueError(f"{where}: old_logprobs must be finite log-probabilities (<= 0)")
-        if objective == "cispo":
-            if example.old_logprobs is None:
-                raise ValueError(f"{where}: CISPO needs old_logprobs (the sampler's log-probs)")
-            if example.group_id is None:
-                raise ValueError(f"{where}: CISPO needs a group_id (the problem of the rollout)")
+        if objective.needs_old_logprobs and example.old_logprobs is None:
+            raise ValueError(f"{where}: objective {objective.name!r} needs old_logprobs (the sampler's log-probs)")
+        if objective.whole_groups and example.group_id is None:
+            raise ValueError(f"{where}: objective {objective.name!r} trains on whole groups and needs a group_id "
+                             "(the problem of the rollout)")
 
 
 def truncate(example: TrainExample, max_seq_len: int, index: int = 0) -> TrainExample:
@@ -96,9 +98,10 @@ def truncate(example: TrainExample, max_seq_len: int, index: int = 0) -> TrainEx
     return replace(example, completion_ids=example.completion_ids[:room], old_logprobs=old)
 
 
-def _step_order(examples: Sequence[TrainExample], objective: str, batch_size: int, rng: random.Random) -> list[list[int]]:
+def _step_order(examples: Sequence[TrainExample], objective: Objective, batch_size: int,
+                rng: random.Random) -> list[list[int]]:
     """Example indices of each optimizer step for one epoch, in a shuffled order."""
-    if objective != "cispo":
+    if not objective.whole_groups:
         order = list(range(len(examples)))
         rng.shuffle(order)
         return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
@@ -110,11 +113,11 @@ def _step_order(examples: Sequence[TrainExample], objective: str, batch_size: in
     position = {group: rank for rank, group in enumerate(group_order)}
     ordered = sorted(range(len(examples)), key=lambda i: (position[members[i]], i))
     samples = [ObjectiveSample(index=i, weight=examples[i].weight, group=members[i]) for i in ordered]
-    return [[sample.index for sample in batch] for batch in cispo_batches(samples, batch_size)]
+    return [[sample.index for sample in batch] for batch in whole_group_batches(samples, batch_size)]
 
 
 def plan_steps(
-    examples: Sequence[TrainExample], objective: str, settings: TrainSettings
+    examples: Sequence[TrainExample], objective: Objective, settings: TrainSettings
 ) -> list[list[WorkerStep]]:
     """The whole run as ``plan[worker][step]``; examples must be validated and truncated.
 
@@ -126,7 +129,7 @@ def plan_steps(
     reduce-scatter after every micro-batch).
     """
     rng = random.Random(settings.seed)
-    workers = settings.num_workers
+    workers = settings.learner_workers
     plan: list[list[WorkerStep]] = [[] for _ in range(workers)]
     for _ in range(settings.epochs):
         for indices in _step_order(examples, objective, settings.global_batch_size, rng):

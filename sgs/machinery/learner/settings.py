@@ -10,11 +10,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sgs.method.objectives import Normalisation
+from sgs.method.losses import Normalisation
 
 
-Objective = Literal["reinforce", "reinforce_half", "ei", "cispo", "conjecturer"]
-OBJECTIVES: tuple[str, ...] = ("reinforce", "reinforce_half", "ei", "cispo", "conjecturer")
 Strategy = Literal["auto", "ddp", "deepspeed"]
 STRATEGIES: tuple[str, ...] = ("auto", "ddp", "deepspeed")
 
@@ -38,39 +36,44 @@ class TrainExample:
     weight: float
     """Loss weight for the weighted-NLL objectives, or the advantage Â for CISPO."""
     old_logprobs: list[float] | None = None
-    """Sampler log-probs of the completion tokens (``Sample.logprobs``); required by CISPO."""
+    """Sampler log-probs of the completion tokens (``Sample.logprobs``); required by the objectives
+    that need them (``Objective.needs_old_logprobs``: CISPO)."""
     group_id: int | str | None = None
-    """The problem this rollout belongs to; CISPO batches keep each group whole.  Required by CISPO."""
+    """The problem this rollout belongs to; required by the objectives whose optimizer steps keep
+    each group whole (``Objective.whole_groups``: CISPO)."""
 
 
 @dataclass(frozen=True)
 class TrainSettings:
     """Optimisation settings of one run (paper App. C defaults, SPEC §1.3)."""
 
-    lr: float = 3e-6
+    learning_rate: float = 3e-6
     """Constant learning rate (3e-6 for REINFORCE½ / EI / SGS, 1e-6 for CISPO)."""
     global_batch_size: int = 32
     """Sequences per optimizer step over all workers, reached by gradient accumulation."""
     micro_batch_size: int = 1
     """Sequences per forward/backward pass on one worker."""
-    adam_betas: tuple[float, float] = (0.9, 0.95)
-    """Adam β1, β2."""
-    adam_eps: float = 1e-8
+    adam_beta1: float = 0.9
+    """Adam β1."""
+    adam_beta2: float = 0.95
+    """Adam β2."""
+    adam_epsilon: float = 1e-8
     """Adam ε."""
     weight_decay: float = 0.0
     """Decoupled weight decay (AdamW); 0 is plain Adam, as in the paper."""
-    grad_clip: float = 1.0
+    grad_clip_norm: float = 1.0
     """Clip the global gradient norm to this value before each step."""
     epochs: int = 1
     """Passes over the examples; the order is reshuffled every epoch."""
     max_seq_len: int = 8192
     """Prompt + completion limit; longer completions are cut at the end (counted in the metrics)."""
+    # The losses read the next three (sgs.method.registry.LossSettings).
     loss_normalisation: Normalisation = "token_mean"
     """Weighted-NLL normaliser: "token_mean" (reference code) or "sequence_mean" (paper eq. 4)."""
-    cispo_eps_low: float = 1.0
-    """CISPO clip: importance weights below 1 - eps_low are raised to it."""
-    cispo_eps_high: float = 3.0
-    """CISPO clip: importance weights above 1 + eps_high are lowered to it ([0, 4] by default)."""
+    cispo_ratio_min: float = 0.0
+    """CISPO clip: importance weights below this (1 - eps_low) are raised to it."""
+    cispo_ratio_max: float = 4.0
+    """CISPO clip: importance weights above this (1 + eps_high) are lowered to it."""
     bf16: bool = False
     """Train in bf16 (the paper does).  DDP: the forward pass runs under bf16 autocast, weights and Adam
     state stay fp32.  DeepSpeed: bf16 weights and activations, with fp32 master weights, fp32 gradient
@@ -87,18 +90,19 @@ class TrainSettings:
     (``use_gpu``), ddp on CPU, where ZeRO-2 saves no memory that matters and costs time (a few
     seconds of start-up per run and about half the training throughput on the tiny model).
     Both give the same plan, losses and weights."""
-    num_workers: int = 1
+    # The placement fields carry the names of their resources.* settings.
+    learner_workers: int = 1
     """Ray Train workers (data-parallel ranks)."""
-    cpus_per_worker: float = 1.0
+    cpus_per_learner_worker: float = 1.0
     """CPUs Ray reserves for each worker."""
     use_gpu: bool = False
     """One GPU per worker and NCCL; otherwise CPU and gloo."""
     simulated_gpus: bool = False
     """With ``use_gpu``: the GPUs are logical ones (``resources.simulated_gpus``).  Ray reserves and
     assigns one per worker as for real GPUs, but the workers compute on the CPU over gloo."""
-    placement_strategy: str = "PACK"
+    learner_placement: str = "PACK"
     """Ray placement group strategy of the workers ("STRICT_PACK": all on one node)."""
-    max_restarts: int = 2
+    learner_restarts: int = 2
     """Times a run that Ray lost its workers in (a worker process or node died, the placement group
     was removed) is started again from its base checkpoint; errors the training code raises end the
     run at once."""
@@ -106,13 +110,14 @@ class TrainSettings:
     """Seeds the example order and torch on the workers."""
 
     def __post_init__(self) -> None:
-        for name in ("global_batch_size", "micro_batch_size", "epochs", "max_seq_len", "num_workers"):
+        for name in ("global_batch_size", "micro_batch_size", "epochs", "max_seq_len", "learner_workers"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"TrainSettings.{name} must be a positive integer, got {value!r}")
-        if not isinstance(self.max_restarts, int) or self.max_restarts < 0:
-            raise ValueError(f"TrainSettings.max_restarts must be a non-negative integer, got {self.max_restarts!r}")
-        for name in ("lr", "grad_clip", "cpus_per_worker"):
+        if not isinstance(self.learner_restarts, int) or self.learner_restarts < 0:
+            raise ValueError(f"TrainSettings.learner_restarts must be a non-negative integer, "
+                             f"got {self.learner_restarts!r}")
+        for name in ("learning_rate", "grad_clip_norm", "cpus_per_learner_worker"):
             value = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise ValueError(f"TrainSettings.{name} must be positive and finite, got {value!r}")
@@ -177,5 +182,5 @@ class TrainResult:
     """Per rank: its node, the GPUs Ray assigned it, CUDA_VISIBLE_DEVICES, the device it
     computed on, the process group's backend and the strategy (None when nothing was trained)."""
     restarts: int = 0
-    """Times the run was started again after Ray lost its workers (``TrainSettings.max_restarts``);
+    """Times the run was started again after Ray lost its workers (``TrainSettings.learner_restarts``);
     the same for every job of one run."""

@@ -1,5 +1,5 @@
 """The math of a training run (pure torch, usable without Ray): the loss of
-one micro-batch with the objectives of :mod:`sgs.method.objectives`, gradient
+one micro-batch with its objective's loss (:mod:`sgs.method.registry`), gradient
 accumulation over a planned step's micro-batches and one clipped Adam step
 per planned step (:func:`run_steps`), and the probe log-probs of the trained
 weights.
@@ -19,7 +19,7 @@ from sgs.machinery.engines.hf import completion_logprobs
 from sgs.machinery.learner.plan import PlannedSequence, WorkerStep
 from sgs.machinery.learner.settings import PAD_ID, TrainSettings
 from sgs.machinery.learner.strategy import DeepSpeedUpdate, TorchUpdate
-from sgs.method.objectives import cispo_loss, conjecturer_loss, weighted_nll_loss
+from sgs.method.registry import LossBatch, Objective
 
 
 def _right_aligned(rows: list[list[float]], width: int) -> Tensor:
@@ -31,42 +31,36 @@ def _right_aligned(rows: list[list[float]], width: int) -> Tensor:
 
 
 def micro_batch_loss(
-    model: torch.nn.Module, batch: list[PlannedSequence], step: WorkerStep, objective: str, settings: TrainSettings
+    model: torch.nn.Module, batch: list[PlannedSequence], step: WorkerStep, objective: Objective,
+    settings: TrainSettings
 ) -> Tensor:
     """This micro-batch's part of its step's loss, normalised by the step's global counts."""
     logprobs, mask = completion_logprobs(
         model, [s.prompt_ids for s in batch], [s.completion_ids for s in batch], PAD_ID
     )
-    weights = torch.tensor([s.weight for s in batch], device=logprobs.device)
-    if objective == "cispo":
-        old = _right_aligned([s.old_logprobs for s in batch], logprobs.shape[1]).to(logprobs.device)
-        return cispo_loss(
-            logprobs,
-            old,
-            mask,
-            weights,
-            torch.tensor([s.group for s in batch], device=logprobs.device),
-            eps_low=settings.cispo_eps_low,
-            eps_high=settings.cispo_eps_high,
-            group_num_tokens=torch.tensor([s.group_num_tokens for s in batch], device=logprobs.device),
-            num_groups_global=step.num_groups,
-        )
-    loss_fn = conjecturer_loss if objective == "conjecturer" else weighted_nll_loss
-    return loss_fn(
-        logprobs,
-        mask,
-        weights,
-        normalisation=settings.loss_normalisation,
-        num_tokens_global=step.num_tokens,
-        num_sequences_global=step.num_sequences,
+    device = logprobs.device
+    old = None
+    if objective.needs_old_logprobs:
+        old = _right_aligned([s.old_logprobs for s in batch], logprobs.shape[1]).to(device)
+    inputs = LossBatch(
+        logprobs=logprobs,
+        mask=mask,
+        weights=torch.tensor([s.weight for s in batch], device=device),
+        old_logprobs=old,
+        group_ids=torch.tensor([s.group for s in batch], device=device),
+        group_num_tokens=torch.tensor([s.group_num_tokens for s in batch], device=device),
+        num_tokens=step.num_tokens,
+        num_sequences=step.num_sequences,
+        num_groups=step.num_groups,
     )
+    return objective.loss(inputs, settings)
 
 
 def run_steps(
     model: torch.nn.Module,
     update: TorchUpdate | DeepSpeedUpdate,
     steps: list[WorkerStep],
-    objective: str,
+    objective: Objective,
     settings: TrainSettings,
 ) -> dict[str, float]:
     """Take one optimizer step per planned step; returns summed loss and grad norm, and tokens.

@@ -95,9 +95,9 @@ def make_optimizer(model: torch.nn.Module, settings: TrainSettings) -> torch.opt
     """AdamW with the run's betas, weight decay and a constant learning rate (no schedule)."""
     return torch.optim.AdamW(
         model.parameters(),
-        lr=settings.lr,
-        betas=settings.adam_betas,
-        eps=settings.adam_eps,
+        lr=settings.learning_rate,
+        betas=(settings.adam_beta1, settings.adam_beta2),
+        eps=settings.adam_epsilon,
         weight_decay=settings.weight_decay,
     )
 
@@ -112,7 +112,7 @@ def deepspeed_config(settings: TrainSettings, micro_batches_per_step: int) -> di
     return {
         "train_micro_batch_size_per_gpu": settings.micro_batch_size,
         "gradient_accumulation_steps": micro_batches_per_step,
-        "gradient_clipping": settings.grad_clip,
+        "gradient_clipping": settings.grad_clip_norm,
         "zero_optimization": {"stage": 2},
         "bf16": {"enabled": settings.bf16},
         # With bf16 weights, accumulate the micro-batch gradients in fp32 (no effect in fp32).
@@ -159,9 +159,9 @@ def find_deepspeed_resume_dir(base_checkpoint: str, settings: TrainSettings) -> 
     if not persisting or not os.path.isdir(directory):
         return None
     shards = glob.glob(os.path.join(directory, DEEPSPEED_TAG, "*_optim_states.pt"))
-    if len(shards) != settings.num_workers:
+    if len(shards) != settings.learner_workers:
         raise ValueError(
-            f"{directory} holds {len(shards)} ZeRO-2 optimizer shards but the run has {settings.num_workers} "
+            f"{directory} holds {len(shards)} ZeRO-2 optimizer shards but the run has {settings.learner_workers} "
             f"workers; persisted optimizer state needs the same number of workers"
         )
     return os.path.abspath(directory)

@@ -90,7 +90,7 @@ def _train_job(config: dict[str, Any]) -> None:
         optimizer_file = os.path.join(config["base_checkpoint"], OPTIMIZER_FILE)
         if persist and os.path.isfile(optimizer_file):
             optimizer.load_state_dict(torch.load(optimizer_file, map_location="cpu"))
-        update = TorchUpdate(trained, optimizer, settings.grad_clip, bf16_autocast=settings.bf16)
+        update = TorchUpdate(trained, optimizer, settings.grad_clip_norm, bf16_autocast=settings.bf16)
 
     start = time.perf_counter()
     totals = run_steps(trained, update, steps, config["objective"], settings)

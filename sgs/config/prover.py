@@ -1,0 +1,105 @@
+"""The proof checker and the proof language (a part of the schema in
+:mod:`sgs.config.schema`, kept in its own module so that each reads in one
+sitting), and their checks (:func:`prover_problems`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from omegaconf import MISSING
+
+from lean_env.rocq.known_bugs import FEATURE_NAMES as BUG_PRONE_FEATURES
+from sgs.config.checks import choice
+
+# Allowed values of the string-valued choice fields.
+PROVER_BACKENDS = ("lean", "rocq")
+PROOF_LANGUAGES = ("lean", "rocq")
+#: The proof language each prover backend checks.
+BACKEND_LANGUAGE = {"lean": "lean", "rocq": "rocq"}
+
+
+@dataclass
+class LeanSettings:
+    """How to start the Lean 4 REPL (leanprover-community/repl)."""
+
+    #: Command that starts one REPL process, run in ``project_dir``; the first
+    #: word must be an executable on PATH or a path (relative paths are
+    #: relative to ``project_dir``).
+    repl_command: str = "lake env repl"
+    #: Lean project (with Mathlib built) that the REPL runs in.
+    project_dir: str = MISSING
+
+
+@dataclass
+class RocqSettings:
+    """How to start the Rocq (Coq) checker."""
+
+    #: The ``coqtop`` executable: a name on PATH or a path.
+    coqtop: str = "coqtop"
+    #: Proof features that reach Coq 8.16's known soundness bugs, accepted
+    #: anyway: ``fixpoints`` (``fix``/``cofix`` in proofs and statements; the
+    #: guard checker's bugs, which the audit shares) and ``vm_reduction``
+    #: (``vm_compute``, ``native_compute``, ``Compute``, ``<:`` casts; the
+    #: VM's bugs).  Empty by default: such proofs are refused with
+    #: ``known_bug:<feature>`` (``lean_env/rocq/known_bugs.py``).
+    allow_bug_prone_features: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProverConfig:
+    """The proof checker and the proof language (SPEC §3)."""
+
+    #: Checker process: ``lean`` (Lean 4 REPL) or ``rocq`` (coqtop).
+    backend: str = MISSING
+    #: Language of statements and proofs; selects prompt templates, output
+    #: parsers and the target format.  Must be the backend's language.
+    language: str = MISSING
+    #: Wall-clock limit for checking one proof, in seconds.
+    timeout: float = 200.0
+    #: Axioms a valid proof may depend on (Lean: ``#print axioms``); Rocq
+    #: proofs must be closed under the global context, so its list is empty.
+    allowed_axioms: list[str] = field(default_factory=list)
+    #: Share (0 to 1) of the ``valid`` verdicts re-checked through the
+    #: backend's independent audit path (Rocq: ``coqc`` + ``coqchk`` in a fresh
+    #: sandbox; Lean: ``lake env lean`` + ``#print axioms``).  A disagreement
+    #: withholds the proof's reward, is logged to
+    #: ``<run_dir>/audit_disagreements.jsonl`` and counted
+    #: (``verifier/audit_disagreements``).  The sample is fixed by the proof's
+    #: task id, so a resumed run audits the same proofs.
+    audit_fraction: float = 0.01
+    #: Target set used when ``targets.source`` is not given.
+    default_targets: str = MISSING
+    #: Warm-start corpus used when ``warmstart.corpus`` is not given; null
+    #: when the language ships none.
+    default_warmstart_corpus: str | None = None
+    #: Lean settings; required when ``backend`` is ``lean``.
+    lean: LeanSettings | None = None
+    #: Rocq settings; required when ``backend`` is ``rocq``.
+    rocq: RocqSettings | None = None
+
+
+def prover_problems(prover: ProverConfig) -> list[str]:
+    """Every problem within the ``prover`` node, one message per problem, each naming its key."""
+    problems: list[str] = []
+    choice(problems, "prover.backend", prover.backend, PROVER_BACKENDS)
+    choice(problems, "prover.language", prover.language, PROOF_LANGUAGES)
+    expected = BACKEND_LANGUAGE.get(prover.backend)
+    if expected is not None and prover.language in PROOF_LANGUAGES and prover.language != expected:
+        problems.append(
+            f"prover.language={prover.language!r} cannot be checked by prover.backend={prover.backend!r}, "
+            f"which checks {expected}"
+        )
+    if not prover.timeout > 0:
+        problems.append(f"prover.timeout={prover.timeout!r} must be positive (seconds)")
+    if not 0 <= prover.audit_fraction <= 1:
+        problems.append(f"prover.audit_fraction={prover.audit_fraction!r} must be between 0 and 1")
+    if prover.backend == "lean" and prover.lean is None:
+        problems.append("prover.backend='lean' needs prover.lean settings (use prover=lean)")
+    if prover.backend == "rocq" and prover.rocq is None:
+        problems.append("prover.backend='rocq' needs prover.rocq settings (use prover=rocq)")
+    if prover.rocq is not None:
+        unknown = sorted(set(prover.rocq.allow_bug_prone_features) - set(BUG_PRONE_FEATURES))
+        if unknown:
+            problems.append(f"prover.rocq.allow_bug_prone_features: unknown {unknown} "
+                            f"(choose from {list(BUG_PRONE_FEATURES)})")
+    return problems
