@@ -8,6 +8,7 @@ import logging
 import math
 import os
 import shutil
+import signal
 import threading
 import time
 import uuid
@@ -46,7 +47,7 @@ from sgs.machinery.learner import (
     train_models,
     truncate,
 )
-from sgs.machinery.learner.driver import lost_workers
+from sgs.machinery.learner.driver import fit_interruptibly, lost_workers
 from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
 from sgs.method.registry import OBJECTIVES, Objective, objective, register
 
@@ -132,6 +133,41 @@ def test_bad_examples_are_rejected(checkpoint, tmp_path, example, name, message)
     with pytest.raises(ValueError, match=message):
         train([example], base_checkpoint=checkpoint, objective=name, settings=TrainSettings(),
               output_dir=str(tmp_path / "out"), run_name="never-starts")
+
+
+class SlowTrainer:
+    """Test double of a Ray Train trainer whose fit takes ``seconds`` and, like
+    Ray Train's, takes over SIGINT when it runs on the main thread."""
+
+    def __init__(self, seconds: float = 0.0, error: BaseException | None = None):
+        self.seconds, self.error = seconds, error
+        self.on_main_thread = None
+
+    def fit(self) -> str:
+        self.on_main_thread = threading.current_thread() is threading.main_thread()
+        if self.on_main_thread:
+            signal.signal(signal.SIGINT, lambda signum, frame: None)   # what Ray Train does
+        time.sleep(self.seconds)
+        if self.error is not None:
+            raise self.error
+        return "result"
+
+
+def test_a_ctrl_c_during_training_stops_the_driver():
+    trainer = SlowTrainer(seconds=5.0)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        fit_interruptibly(trainer)
+    assert time.monotonic() - started < 3.0 and trainer.on_main_thread is False
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # still the driver's own
+
+
+def test_fit_in_its_thread_returns_its_result_or_raises_its_error():
+    assert fit_interruptibly(SlowTrainer()) == "result"
+    with pytest.raises(ControllerError):
+        fit_interruptibly(SlowTrainer(error=ControllerError(RuntimeError("lost"))))
 
 
 def test_strategy_auto_means_deepspeed_on_gpus_and_ddp_on_cpu():

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -163,7 +164,7 @@ def train_models(jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name:
         # A fresh start each time: Ray's state of a lost attempt is never reloaded.
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            result = _trainer(configs, settings, run_name, staging).fit()
+            result = fit_interruptibly(_trainer(configs, settings, run_name, staging))
             break
         except (ControllerError, WorkerGroupError) as error:
             if attempt == settings.learner_restarts or not lost_workers(error):
@@ -179,6 +180,33 @@ def train_models(jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name:
         results[config["job"]] = _collect(checkpoint, metrics, config, jobs[config["job"]], restarts=attempt)
     shutil.rmtree(staging, ignore_errors=True)
     return results
+
+
+def fit_interruptibly(trainer: Any) -> Any:
+    """``trainer.fit()`` in a thread of its own, the driver's main thread
+    waiting for it.  Called on the main thread, Ray Train installs a SIGINT
+    handler that aborts its run and never puts the driver's own back: a
+    Ctrl-C during a training phase was absorbed and the loop went on, and so
+    did every later one.  Here a Ctrl-C raises KeyboardInterrupt as anywhere
+    else in the loop; the run's Ray Train workers end with the driver, and a
+    resumed run redoes the unfinished phase.  ``fit``'s own error is raised
+    here as it is."""
+    outcome: dict[str, Any] = {}
+
+    def fit() -> None:
+        try:
+            outcome["result"] = trainer.fit()
+        except BaseException as error:
+            outcome["error"] = error
+
+    # A daemon: a driver that stops on Ctrl-C must not wait for the run at exit.
+    thread = threading.Thread(target=fit, name="ray-train-fit", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.5)   # a timed wait, so that SIGINT is handled between waits
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 def _trainer(configs: list[dict[str, Any]], settings: TrainSettings, run_name: str, staging: str) -> TorchTrainer:
