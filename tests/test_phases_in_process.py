@@ -21,6 +21,7 @@ from types import SimpleNamespace
 import pytest
 from omegaconf import OmegaConf
 
+from lean_env.streaming_pool import StreamingPool
 from lean_env.verdict import ProofTask, Status, Verdict
 from sgs.config import CONFIG_DIR, CONFIG_NAME, MethodConfig, SGSConfig
 from sgs.loop.context import RunContext, to_completion
@@ -167,6 +168,11 @@ def open_store(tmp_path) -> Store:
 
 def solver_only() -> MethodConfig:
     return MethodConfig(batch_size=len(TARGETS), num_solver_samples=K, conjectures_per_target=0, use_guide=False)
+
+
+def test_the_test_doubles_are_streaming_pools():
+    assert isinstance(TableEngines(proof_for), StreamingPool)
+    assert isinstance(TableVerifier(lambda task: True), StreamingPool)
 
 
 def test_every_target_gets_k_attempts_with_their_verdicts_and_rewards(tmp_path):

@@ -19,6 +19,7 @@ from typing import Any
 
 import ray
 
+from lean_env.streaming_pool import StreamingPool
 from lean_env.verdict import ProofTask, Verdict
 from sgs.machinery.engines import EngineGroup, Sample, SamplingSettings
 
@@ -72,7 +73,7 @@ def submit(engine: EngineGroup, requests: Sequence[Request], settings: SamplingS
 def stream(
     submitted: Submitted,
     on_sample: Callable[[Request, str, Sample], None],
-    pool: Any = None,
+    pool: StreamingPool | None = None,
     on_verdict: Callable[[ProofTask, Verdict], None] | None = None,
 ) -> None:
     """Hand each sample to ``on_sample`` as its chunk returns, and each verdict
