@@ -214,7 +214,7 @@ def sleep_wake(ctx: CheckContext) -> Outcome:
     import ray
     import torch
 
-    from sgs.machinery.engines import EngineGroup, SamplingSettings
+    from sgs.machinery.engines import EngineGroup, EngineGroupSettings, SamplingSettings
     from shapes import build_model
     from weight_transfer import PROBE
 
@@ -232,8 +232,9 @@ def sleep_wake(ctx: CheckContext) -> Outcome:
     figures: dict[str, Any] = {"idle_gib": used_gib()}
     ray.init(num_cpus=2, num_gpus=1 if gpu else 0, include_dashboard=False, log_to_driver=False,
              logging_level="WARNING")
-    group = EngineGroup("check", model, backend="vllm", num_cpus=1, num_gpus=1 if gpu else 0,
-                        engine_options={"gpu_memory_utilization": 0.8} if gpu else {})
+    group = EngineGroup("check", model, EngineGroupSettings(
+        backend="vllm", num_cpus=1, num_gpus=1 if gpu else 0,
+        engine_options={"gpu_memory_utilization": 0.8} if gpu else {}))
     try:
         reference = group.served_logprobs(*PROBE)[0]
         figures["engine_gib"] = used_gib()

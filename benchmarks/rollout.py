@@ -52,11 +52,11 @@ import ray
 from hydra import compose, initialize_config_dir
 from transformers import AutoTokenizer
 
-from lean_env.pool import VerifierPool
+from lean_env.pool import VerifierPool, VerifierPoolSettings
 from lean_env.verdict import ProofTask, Verdict
 from sgs import sft
 from sgs.config import CONFIG_DIR, CONFIG_NAME, SGSConfig, validate
-from sgs.machinery.engines import EngineGroup, Sample, SamplingSettings
+from sgs.machinery.engines import EngineGroup, EngineGroupSettings, Sample, SamplingSettings
 from sgs.machinery.streaming import Request, stream, submit
 from sgs.state.records import Target
 from sgs.method.roles import extract_proof
@@ -186,11 +186,11 @@ def main() -> None:
     ray.init(address="local", num_cpus=args.engines + args.workers, include_dashboard=False,
              log_to_driver=False, logging_level=logging.WARNING)
     try:
-        engine = EngineGroup("solver", model, num_engines=args.engines, backend=cfg.resources.engine_backend,
-                             engine_options={"dtype": cfg.model.dtype}, num_cpus=1)
+        engine = EngineGroup("solver", model, EngineGroupSettings(
+            num_engines=args.engines, backend=cfg.resources.engine_backend, engine_options={"dtype": cfg.model.dtype}))
         # No verdict cache: every mode must make the prover work.
-        pool = VerifierPool(backend_spec(cfg.prover), num_workers=args.workers, timeout=cfg.prover.timeout,
-                            cache=None, cpus_per_worker=1)
+        pool = VerifierPool(backend_spec(cfg.prover),
+                            VerifierPoolSettings(num_workers=args.workers, timeout=cfg.prover.timeout), cache=None)
         try:
             warm_up(engine, pool, prompter, problems, settings)
             streamed = sample_proofs(engine, requests, settings, pool, language)

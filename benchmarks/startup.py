@@ -38,7 +38,7 @@ from pathlib import Path
 import ray
 from transformers import AutoTokenizer
 
-from sgs.machinery.engines import EngineGroup
+from sgs.machinery.engines import EngineGroup, EngineGroupSettings
 from sgs.machinery.learner import TrainExample, TrainJob, TrainSettings, train, train_models
 from shapes import build_model
 
@@ -51,7 +51,8 @@ def start_engines(checkpoint: str, roles: int, at_once: bool) -> float:
     groups = []
     try:
         for role in range(roles):
-            groups.append(EngineGroup(f"role{role}", checkpoint, num_cpus=0.5, engine_options={"device": "cpu"},
+            groups.append(EngineGroup(f"role{role}", checkpoint,
+                                      EngineGroupSettings(num_cpus=0.5, engine_options={"device": "cpu"}),
                                       wait=not at_once))
         for group in groups:
             group.wait_until_loaded()

@@ -31,7 +31,7 @@ import psutil
 import ray
 
 from lean_env.backends import BackendSpec
-from lean_env.pool import VerifierPool
+from lean_env.pool import VerifierPool, VerifierPoolSettings
 from lean_env.rocq import RocqBackend, RocqConfig
 from lean_env.verdict import ProofTask, Status
 from sgs.config.schema import ProverConfig
@@ -72,8 +72,8 @@ def run_coqc(tasks: list[ProofTask], workers: int) -> tuple[float, list[bool]]:
 
 def run_pool(tasks: list[ProofTask], workers: int, audit_fraction: float = 0.0
              ) -> tuple[float, list[bool], dict, int]:
-    pool = VerifierPool(BackendSpec("rocq"), num_workers=workers, timeout=60, cache=None,
-                        cpus_per_worker=2 / workers, hedge=False, audit_fraction=audit_fraction)
+    pool = VerifierPool(BackendSpec("rocq"), VerifierPoolSettings(
+        num_workers=workers, timeout=60, cpus_per_worker=2 / workers, hedge=False, audit_fraction=audit_fraction))
     peak = _PeakRss(pool)
     try:
         # Steady state, as in a run, where workers live for days: every worker

@@ -44,7 +44,7 @@ import ray
 import torch
 from transformers import AutoModelForCausalLM
 
-from sgs.machinery.engines import EngineGroup
+from sgs.machinery.engines import EngineGroup, EngineGroupSettings
 from sgs.machinery.engines.hf import completion_logprobs
 from sgs.machinery.engines.weight_transfer import BACKENDS, send_weights
 from shapes import SHAPES, build_model
@@ -93,8 +93,8 @@ def main() -> None:
                  logging_level="WARNING")
         options = {"weight_transfer_backend": args.transport,
                    **({"gpu_memory_utilization": args.gpu_memory_fraction} if on_gpu else {})}
-        group = EngineGroup("bench", path_a, num_engines=1, backend="vllm", num_cpus=1, num_gpus=1 if on_gpu else 0,
-                            engine_options=options)
+        settings = EngineGroupSettings(backend="vllm", num_cpus=1, num_gpus=1 if on_gpu else 0, engine_options=options)
+        group = EngineGroup("bench", path_a, settings)
         rows = {"direct": [], "reload": []}
         gaps = {"direct": [], "reload": []}
         direct_error = None

@@ -136,7 +136,7 @@ def run_verify(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from lean_env.cache import VerdictCache
-    from lean_env.pool import VerifierPool
+    from lean_env.pool import VerifierPool, VerifierPoolSettings
 
     problem = usage_problem(args)
     spec = build_spec(args)
@@ -159,9 +159,9 @@ def run_verify(args: argparse.Namespace) -> int:
     ray.init(num_cpus=max(args.workers, 1), include_dashboard=False, logging_level=logging.WARNING,
              log_to_driver=False)
     try:
-        pool = VerifierPool(spec, num_workers=args.workers, timeout=args.timeout,
-                            cache=VerdictCache(args.cache) if args.cache else VerdictCache(),
-                            audit_fraction=fraction, audit_log=args.audit_log)
+        settings = VerifierPoolSettings(num_workers=args.workers, timeout=args.timeout,
+                                        audit_fraction=fraction, audit_log=args.audit_log)
+        pool = VerifierPool(spec, settings, VerdictCache(args.cache) if args.cache else VerdictCache())
         index_of = {}
         for i, (task, _, _) in enumerate(rows):
             if task is not None:

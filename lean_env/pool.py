@@ -11,8 +11,9 @@ Each worker is a Ray actor that owns one :class:`~lean_env.backend.ProverBackend
   multiplicity, and caches verdicts by content (:mod:`lean_env.cache`);
 * hedges: when nothing is queued and a worker is idle, the oldest running
   check is duplicated on it and the first verdict wins;
-* never drops work: a worker that dies (or stops answering) is replaced and its
-  check requeued; after ``max_worker_losses`` losses the check ends as
+* never drops work: a worker that dies (or stops answering) is replaced in
+  its placement-group bundle (:mod:`lean_env.supervised`) and its check
+  requeued; after ``max_worker_losses`` losses the check ends as
   ``system_error`` so every submitted task gets exactly one verdict;
 * audits: a sample of the ``valid`` verdicts (``audit_fraction``) gets a
   second opinion through :meth:`ProverBackend.audit` before it is returned;
@@ -31,7 +32,7 @@ backend without an audit path, is ``inconclusive``: the verdict stays
 
 Usage::
 
-    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=30)
+    pool = VerifierPool(BackendSpec("rocq"), VerifierPoolSettings(num_workers=2, timeout=30))
     for task in tasks:
         pool.submit(task)
     for task, verdict in pool.results():
@@ -53,14 +54,14 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
-from ray.util.placement_group import placement_group, remove_placement_group
+from ray.exceptions import RayActorError, RayTaskError
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from lean_env.audit_rule import DISAGREE, INCONCLUSIVE, audit_sampled, combine_audit
 from lean_env.backends import BackendSpec
 from lean_env.cache import VerdictCache
 from lean_env.pool_worker import AUDIT, PROOF, STATEMENT, VerifierWorker
+from lean_env.supervised import SupervisedActors
 from lean_env.verdict import ProofTask, Status, Verdict
 
 log = logging.getLogger(__name__)
@@ -117,126 +118,105 @@ class PoolStats:
         return d
 
 
+@dataclass(frozen=True)
+class VerifierPoolSettings:
+    """How a :class:`VerifierPool` runs its workers and checks."""
+
+    num_workers: int = 1
+    """Worker actors, one prover process (and its spare) each."""
+    timeout: float = 60.0
+    """Wall-clock seconds per check, enforced by the backend."""
+    cpus_per_worker: float = 1.0
+    """Ray CPUs reserved per worker."""
+    memory_per_worker: Optional[int] = None
+    """Ray memory (bytes) reserved per worker; ``None``: none reserved."""
+    hedge: bool = True
+    """Duplicate the oldest running check on an idle worker when the queue is
+    empty; the first verdict wins."""
+    hedge_after: float = 5.0
+    """Only checks running longer than this many seconds are duplicated, so a
+    stream that merely keeps workers waiting for proofs is not checked twice."""
+    max_worker_losses: int = 3
+    """A check whose worker died this many times ends as ``system_error``: a
+    proof that reliably kills workers must not loop forever."""
+    hang_grace: float = 60.0
+    """A worker that has not answered ``timeout + hang_grace`` seconds after a
+    check started running is hung: killed and replaced.  A worker's first
+    check gets ``start_timeout`` more, since its prover starts then (a Lean
+    worker loading Mathlib takes far longer than a check)."""
+    pipeline_depth: int = 2
+    """Checks queued on each worker at once; a second one waiting in the actor
+    hides the round trip to the driver."""
+    name: str = "verifier"
+    """Prefix of the actors' names (shown in the Ray dashboard)."""
+    placement_strategy: str = "PACK"
+    """How the workers' placement group spreads them over nodes: "PACK" (few
+    nodes) or "SPREAD" (a cluster's prover load over its CPU nodes)."""
+    bundle_resources: Optional[dict[str, float]] = None
+    """Extra Ray resources per worker's bundle, e.g. ``{"verifier_node":
+    0.001}`` to keep workers on nodes started with that resource."""
+    start_timeout: float = 300.0
+    """Seconds to wait for the cluster to have room for every worker, and a
+    new worker's allowance for starting its prover (see ``hang_grace``)."""
+    audit_fraction: float = 0.01
+    """Share of the ``valid`` proof checks that get a second opinion (module
+    docstring: how they are drawn)."""
+    audit_log: Optional[str | os.PathLike] = None
+    """JSONL file each audit disagreement is appended to; ``None``: they are
+    only counted and logged as warnings."""
+    audit_seed: int = 0
+    """Seed of the audit sample."""
+    audit_timeout: Optional[float] = None
+    """Wall-clock seconds per audit; ``None``: three times ``timeout`` (an audit
+    starts its prover from nothing, three times over for Rocq: coqc, coqchk,
+    coqc)."""
+
+    def __post_init__(self) -> None:
+        if self.num_workers < 1:
+            raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
+        if not self.timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout}")
+        if self.pipeline_depth < 1:
+            raise ValueError(f"pipeline_depth must be >= 1, got {self.pipeline_depth}")
+        fraction = self.audit_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
+            raise ValueError(f"audit_fraction must be a number in [0, 1], got {fraction!r}")
+        if self.audit_timeout is not None and not self.audit_timeout > 0:
+            raise ValueError(f"audit_timeout must be > 0 seconds, got {self.audit_timeout}")
+
+    @property
+    def audit_timeout_s(self) -> float:
+        return float(self.audit_timeout) if self.audit_timeout is not None else 3 * float(self.timeout)
+
+    def bundle(self) -> dict[str, float]:
+        """One worker's Ray resources, as its placement-group bundle."""
+        bundle = {"CPU": self.cpus_per_worker, **(self.bundle_resources or {})}
+        if self.memory_per_worker:
+            bundle["memory"] = self.memory_per_worker
+        return bundle
+
+
 class VerifierPool:
-    """Driver-side dispatcher over ``num_workers`` :class:`VerifierWorker` actors."""
+    """Driver-side dispatcher over :class:`VerifierWorker` actors."""
 
-    def __init__(
-        self,
-        spec: BackendSpec,
-        *,
-        num_workers: int,
-        timeout: float,
-        cache: Optional[VerdictCache] = None,
-        cpus_per_worker: float = 1.0,
-        memory_per_worker: Optional[int] = None,
-        hedge: bool = True,
-        hedge_after: float = 5.0,
-        max_worker_losses: int = 3,
-        hang_grace: float = 60.0,
-        pipeline_depth: int = 2,
-        name: str = "verifier",
-        placement_strategy: str = "PACK",
-        bundle_resources: Optional[dict[str, float]] = None,
-        start_timeout: float = 300.0,
-        audit_fraction: float = 0.01,
-        audit_log: Optional[str | os.PathLike] = None,
-        audit_seed: int = 0,
-        audit_timeout: Optional[float] = None,
-    ) -> None:
-        """
-        Args:
-            spec: which backend each worker builds, and its settings.
-            num_workers: number of worker actors (one prover process each).
-            timeout: wall-clock seconds per check, enforced by the backend.
-            cache: verdict cache; ``None`` disables caching.
-            cpus_per_worker / memory_per_worker: Ray resource requests per actor.
-            hedge: duplicate the oldest running check on idle workers when the
-                queue is empty (the first verdict wins).
-            hedge_after: only checks running longer than this many seconds are
-                duplicated, so a stream that merely keeps workers waiting for
-                new proofs does not check everything twice.
-            max_worker_losses: a check whose worker died this many times ends as
-                ``system_error`` (a proof that reliably kills workers must not
-                loop forever).
-            hang_grace: a worker that has not answered ``timeout + hang_grace``
-                seconds after starting a check is considered hung, killed and
-                replaced.  A worker's first check gets ``start_timeout`` more,
-                since its prover starts then (a Lean worker loading Mathlib
-                takes far longer than a check).
-            pipeline_depth: checks queued on each worker at once; a second one
-                waiting in the actor hides the round trip to the driver.
-            name: prefix of the actors' names (visible in the Ray dashboard).
-            placement_strategy: how the workers' placement group spreads them
-                over nodes: "PACK" (as few nodes as possible) or "SPREAD" (a
-                cluster's prover load over its CPU nodes).
-            bundle_resources: extra Ray resources each worker's bundle asks
-                for, e.g. ``{"verifier_node": 0.001}`` to keep the workers on
-                nodes started with ``ray start --resources='{"verifier_node": 1}'``.
-            start_timeout: seconds to wait for the cluster to have room for
-                every worker, and a new worker's allowance for starting its
-                prover (see ``hang_grace``).
-            audit_fraction: share of the ``valid`` proof checks that get a
-                second opinion (module docstring: how they are drawn).
-            audit_log: JSONL file each disagreement is appended to (the task,
-                the first verdict, the audit's verdict, the time); ``None``:
-                disagreements are only counted and logged as warnings.
-            audit_seed: seed of the audit sample.
-            audit_timeout: wall-clock seconds per audit; ``None``: three times
-                ``timeout`` (an audit starts its prover from nothing, three
-                times over for Rocq: coqc, coqchk, coqc).
-
-        The workers are reserved together in one placement group (all fit
-        or none start); a replaced worker takes its predecessor's bundle.
-        """
-        if num_workers < 1:
-            raise ValueError(f"num_workers must be >= 1, got {num_workers}")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-        if pipeline_depth < 1:
-            raise ValueError(f"pipeline_depth must be >= 1, got {pipeline_depth}")
-        if isinstance(audit_fraction, bool) or not isinstance(audit_fraction, (int, float)) \
-                or not 0 <= audit_fraction <= 1:
-            raise ValueError(f"audit_fraction must be a number in [0, 1], got {audit_fraction!r}")
-        if audit_timeout is not None and not audit_timeout > 0:
-            raise ValueError(f"audit_timeout must be > 0 seconds, got {audit_timeout}")
-        self.audit_fraction = float(audit_fraction)
-        self.audit_log = audit_log
-        self.audit_seed = audit_seed
-        self.audit_timeout = float(audit_timeout) if audit_timeout is not None else 3 * float(timeout)
+    def __init__(self, spec: BackendSpec, settings: VerifierPoolSettings,
+                 cache: Optional[VerdictCache] = None) -> None:
+        """Start ``settings.num_workers`` workers, each building ``spec``'s
+        backend, reserved together in one placement group (all fit or none
+        start); ``cache`` is the verdict cache (``None``: no caching)."""
         self.spec = spec
-        self.timeout = float(timeout)
+        self.settings = settings
         self.cache = cache
-        self.hedge = hedge
-        self.hedge_after = hedge_after
-        self.max_worker_losses = max_worker_losses
-        self.hang_grace = hang_grace
-        self.pipeline_depth = pipeline_depth
-        self.name = name
-        self._actor_options = {"num_cpus": cpus_per_worker}
-        if memory_per_worker:
-            self._actor_options["memory"] = memory_per_worker
-        bundle = {"CPU": cpus_per_worker, **(bundle_resources or {})}
-        if memory_per_worker:
-            bundle["memory"] = memory_per_worker
-        self._placement_group = placement_group([bundle] * num_workers, strategy=placement_strategy)
-        if not self._placement_group.wait(timeout_seconds=start_timeout):
-            remove_placement_group(self._placement_group)
-            raise RuntimeError(
-                f"could not reserve {num_workers} x {bundle} for the verifier workers within {start_timeout} s; "
-                f"the cluster has {ray.cluster_resources()} in total, {ray.available_resources()} free"
-            )
-        self.start_timeout = float(start_timeout)
-        self._restart_counter = itertools.count(1)
         self.stats = PoolStats()
-
-        self._workers: list[ray.actor.ActorHandle] = []
-        self._worker_names: list[str] = []
-        self._worker_headers: list[set[str]] = []
+        self._generations = itertools.count(1)
+        self._actors = SupervisedActors("verifier workers", self._launch, count=settings.num_workers,
+                                        bundle=settings.bundle(), strategy=settings.placement_strategy,
+                                        start_timeout_s=settings.start_timeout)
+        self._worker_names = [f"{settings.name}-{i}" for i in range(settings.num_workers)]
+        self._worker_headers: list[set[str]] = [set() for _ in range(settings.num_workers)]
         #: per worker, its checks in the order the actor will run them
-        self._inflight: list[collections.deque[ray.ObjectRef]] = []
-        #: per worker, whether it has answered a check yet (until then its
-        #: prover may still be starting)
-        self._answered: list[bool] = []
+        self._inflight: list[collections.deque[ray.ObjectRef]] = [collections.deque()
+                                                                  for _ in range(settings.num_workers)]
         #: ref -> (worker, job key, when the check started running: None while
         #: it still waits behind another check on its worker)
         self._running: dict[ray.ObjectRef, tuple[int, str, Optional[float]]] = {}
@@ -244,58 +224,43 @@ class VerifierPool:
         self._jobs: dict[str, _Job] = {}
         self._ready: collections.deque[tuple[ProofTask, Verdict]] = collections.deque()
         self._outstanding = 0
-
         try:
-            for i in range(num_workers):
-                self._add_worker(i, f"{name}-{i}")
-            # Surface configuration errors (prover not installed...) now, with the
-            # original message, instead of as a stream of dead actors later.
-            versions = ray.get([w.ready.remote() for w in self._workers])
+            # Configuration errors (prover not installed...) surface now, with
+            # the original message, not as a stream of dead actors later.
+            versions = ray.get([self._actors.start(i).ready.remote() for i in range(settings.num_workers)])
         except BaseException:
             self.shutdown()
             raise
         self.version = versions[0]
 
     # -- workers ------------------------------------------------------------
-    def _add_worker(self, index: int, worker_name: str) -> None:
-        in_bundle = PlacementGroupSchedulingStrategy(placement_group=self._placement_group,
-                                                     placement_group_bundle_index=index)
-        actor = VerifierWorker.options(name=f"{worker_name}-{os.getpid()}-{id(self):x}",
-                                       scheduling_strategy=in_bundle,
-                                       **self._actor_options).remote(self.spec, worker_name)
-        if index == len(self._workers):
-            self._workers.append(actor)
-            self._worker_names.append(worker_name)
-            self._worker_headers.append(set())
-            self._inflight.append(collections.deque())
-            self._answered.append(False)
-        else:
-            self._workers[index] = actor
-            self._worker_names[index] = worker_name
-            self._worker_headers[index] = set()
-            self._inflight[index] = collections.deque()
-            self._answered[index] = False
+    def _launch(self, index: int, in_bundle: PlacementGroupSchedulingStrategy) -> ray.actor.ActorHandle:
+        options = {"num_cpus": self.settings.cpus_per_worker}
+        if self.settings.memory_per_worker:
+            options["memory"] = self.settings.memory_per_worker
+        return VerifierWorker.options(name=f"{self._worker_names[index]}-{os.getpid()}-{id(self):x}",
+                                      scheduling_strategy=in_bundle, **options).remote(
+                                          self.spec, self._worker_names[index])
 
     def _replace_worker(self, index: int, why: str) -> None:
         """Kill worker ``index``, requeue every check it held, start a new one."""
         log.warning("verifier worker %s %s; replacing it", self._worker_names[index], why)
-        try:
-            ray.kill(self._workers[index], no_restart=True)
-        except Exception:  # already dead
-            pass
-        for ref in self._inflight[index]:
+        held, self._inflight[index] = self._inflight[index], collections.deque()
+        for ref in held:
             _, key, _ = self._running.pop(ref)
             self._lost(self._jobs.get(key), index, why)
         self.stats.workers_restarted += 1
-        self._add_worker(index, f"{self.name}-{index}-r{next(self._restart_counter)}")
+        self._worker_names[index] = f"{self.settings.name}-{index}-r{next(self._generations)}"
+        self._worker_headers[index] = set()
+        self._actors.replace(index)
 
     @property
     def num_workers(self) -> int:
-        return len(self._workers)
+        return len(self._actors)
 
     def worker(self, index: int) -> ray.actor.ActorHandle:
         """The actor handle of worker ``index`` (for tests and diagnostics)."""
-        return self._workers[index]
+        return self._actors.handle(index)
 
     # -- submission -------------------------------------------------------------
     def submit(self, task: ProofTask) -> None:
@@ -327,19 +292,21 @@ class VerifierPool:
                 self._finish_one(task, hit)
             return
         job = _Job(key=key, kind=kind, task=task, waiters=[task], submitted_at=time.monotonic(),
-                   timeout=self.timeout)
+                   timeout=self.settings.timeout)
         self._jobs[key] = job
         self._queue.append(job)
         self._dispatch()
 
     def _audit_due(self, kind: str, verdict: Verdict, task: ProofTask) -> bool:
-        return kind == PROOF and verdict.valid and audit_sampled(task.id, self.audit_seed, self.audit_fraction)
+        settings = self.settings
+        return kind == PROOF and verdict.valid and audit_sampled(task.id, settings.audit_seed, settings.audit_fraction)
 
     def _queue_audit(self, cache_key: str, task: ProofTask, waiters: list[ProofTask], first: Verdict) -> None:
         """Queue the audit of ``first``, the valid verdict of ``task``; its
         ``waiters`` get their verdict when the audit is done."""
         job = _Job(key=f"{AUDIT}:{cache_key}", kind=AUDIT, task=task, waiters=waiters,
-                   submitted_at=time.monotonic(), timeout=self.audit_timeout, first=first, cache_key=cache_key)
+                   submitted_at=time.monotonic(), timeout=self.settings.audit_timeout_s, first=first,
+                   cache_key=cache_key)
         self._jobs[job.key] = job
         self._queue.append(job)
 
@@ -355,7 +322,7 @@ class VerifierPool:
         return self._queue.popleft() if self._queue else None
 
     def _start(self, worker: int, job: _Job) -> None:
-        ref = self._workers[worker].check.remote(job.kind, job.task, job.timeout)
+        ref = self._actors.handle(worker).check.remote(job.kind, job.task, job.timeout)
         queue = self._inflight[worker]
         self._running[ref] = (worker, job.key, None if queue else time.monotonic())
         queue.append(ref)
@@ -364,12 +331,12 @@ class VerifierPool:
         self.stats.dispatched += 1
 
     def _dispatch(self) -> None:
-        for w in range(len(self._workers)):
-            while len(self._inflight[w]) < self.pipeline_depth:
+        for w in range(len(self._actors)):
+            while len(self._inflight[w]) < self.settings.pipeline_depth:
                 job = self._next_job_for(w)
                 if job is None:
                     # only a worker with nothing at all to do takes a hedge
-                    job = self._hedge_candidate(w) if self.hedge and not self._inflight[w] else None
+                    job = self._hedge_candidate(w) if self.settings.hedge and not self._inflight[w] else None
                     if job is None:
                         break
                     self.stats.hedged += 1
@@ -383,7 +350,7 @@ class VerifierPool:
         for _, key, started in self._running.values():
             job = self._jobs.get(key)
             if (job is None or started is None or worker in job.running_on or len(job.running_on) > 1
-                    or now - started < self.hedge_after):
+                    or now - started < self.settings.hedge_after):
                 continue
             if best is None or job.submitted_at < best.submitted_at:
                 best = job
@@ -421,11 +388,11 @@ class VerifierPool:
             self.stats.audit_disagreements += 1
             log.warning("audit disagreement on task %s: the first check said valid, the audit %s (%s)",
                         job.task.id, audit.status.value, audit.reason)
-            if self.audit_log is not None:
+            if self.settings.audit_log is not None:
                 record = {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                           "task": dataclasses.asdict(job.task), "first": job.first.to_json(),
                           "audit": audit.to_json()}
-                with open(self.audit_log, "a", encoding="utf-8") as f:
+                with open(self.settings.audit_log, "a", encoding="utf-8") as f:
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
         return final
 
@@ -435,7 +402,7 @@ class VerifierPool:
             return
         job.running_on.discard(worker)
         job.losses += 1
-        if job.losses >= self.max_worker_losses:
+        if job.losses >= self.settings.max_worker_losses:
             self._resolve(job, Verdict(Status.SYSTEM_ERROR, reason="worker_lost",
                                        messages=[f"{job.losses} workers lost on this check: {why}"],
                                        worker=self._worker_names[worker]))
@@ -447,7 +414,7 @@ class VerifierPool:
         if ref not in self._running:
             return  # its worker was already replaced and the check requeued
         worker, key, _ = self._running.pop(ref)
-        self._answered[worker] = True
+        self._actors.mark_answered(worker)
         queue = self._inflight[worker]
         queue.remove(ref)
         if queue:  # the next check on this worker starts running now
@@ -478,9 +445,8 @@ class VerifierPool:
         now = time.monotonic()
         for ref, (worker, key, started) in list(self._running.items()):
             job = self._jobs.get(key)
-            limit = (job.timeout if job is not None else self.timeout) + self.hang_grace
-            if not self._answered[worker]:
-                limit += self.start_timeout
+            steady = (job.timeout if job is not None else self.settings.timeout) + self.settings.hang_grace
+            limit = self._actors.deadline_s(worker, steady, steady + self.settings.start_timeout)
             if started is not None and now - started > limit and ref in self._running:
                 self._replace_worker(worker, f"did not answer within {limit:.0f} s")
 
@@ -535,16 +501,4 @@ class VerifierPool:
 
     def shutdown(self) -> None:
         """Stop every worker (their prover processes are killed)."""
-        for w in self._workers:
-            try:
-                ray.get(w.shutdown.remote(), timeout=10)
-            except (RayActorError, RayTaskError, GetTimeoutError):
-                pass
-            try:
-                ray.kill(w, no_restart=True)
-            except Exception:
-                pass
-        self._workers.clear()
-        if self._placement_group is not None:
-            remove_placement_group(self._placement_group)
-            self._placement_group = None
+        self._actors.shutdown(farewell="shutdown")

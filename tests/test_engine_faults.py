@@ -19,7 +19,7 @@ from dataclasses import replace
 import pytest
 import ray
 
-from sgs.machinery.engines import EngineFailure, EngineGroup, SamplingSettings
+from sgs.machinery.engines import EngineFailure, EngineGroup, EngineGroupSettings, SamplingSettings
 from sgs.machinery.engines.actor import CONTROL_GROUP
 from sgs.machinery.engines.hf import TransformersEngine
 from sgs.machinery.streaming import CHUNKS_PER_ENGINE, Request, stream, submit
@@ -30,8 +30,9 @@ SETTINGS = SamplingSettings(n=2, max_tokens=24, seed=5)
 
 @contextlib.contextmanager
 def engine_group(checkpoint, max_batch_size=64, **options):
-    group = EngineGroup("faults", checkpoint, num_cpus=0.5,
-                        engine_options={"device": "cpu", "max_batch_size": max_batch_size}, **options)
+    settings = EngineGroupSettings(num_cpus=0.5, engine_options={"device": "cpu", "max_batch_size": max_batch_size},
+                                   **options)
+    group = EngineGroup("faults", checkpoint, settings)
     try:
         yield group
     finally:
@@ -160,7 +161,8 @@ def test_a_restarted_actor_is_not_charged_its_load_time_as_a_missed_heartbeat(ra
     # The pings sent while the new actors load are answered only after the
     # actors' first answers, by then 2 s old against a 1 s heartbeat limit.
     with engine_group(checkpoint, num_engines=2, heartbeat_interval_s=0.2, heartbeat_timeout_s=1.0) as group:
-        group._start_actor = lambda index: LateHeartbeatActor.remote(load_s=2.0, lag_s=0.3)
+        group._actors._launch = lambda index, in_bundle: LateHeartbeatActor.options(
+            scheduling_strategy=in_bundle).remote(load_s=2.0, lag_s=0.3)
         group.rebuild(checkpoint, policy_version=0)
         assert (group.stats.actor_restarts, group.stats.hung_actors) == (2, 0)
 
@@ -217,4 +219,4 @@ def test_colocated_engines_see_only_their_pinned_gpu_also_after_a_restart(ray_se
         assert after[1]["cuda_visible_devices"] == "5" and after[1]["pid"] != placed[1]["pid"]
         assert [p["policy_version"] for p in after] == [1, 1] and not any(p["asleep"] for p in after)
     with pytest.raises(ValueError, match="give 2 ids and num_gpus=0"):
-        EngineGroup("solver", checkpoint, num_engines=2, gpu_ids=[0])
+        EngineGroup("solver", checkpoint, EngineGroupSettings(num_engines=2, gpu_ids=[0]))

@@ -13,7 +13,7 @@ import torch
 from transformers import GenerationConfig, LlamaForCausalLM
 
 from sgs import config as C
-from sgs.machinery.engines import EngineGroup, SamplingSettings, build_engine, shares_gpu
+from sgs.machinery.engines import EngineGroup, EngineGroupSettings, SamplingSettings, build_engine, shares_gpu
 from sgs.machinery.engines.base import completion_limit
 from sgs.machinery.engines.hf import TransformersEngine
 from sgs.machinery.runtime import conjecturer_settings, solver_settings
@@ -242,7 +242,8 @@ def test_load_weights_changes_outputs_and_bumps_the_version(checkpoint, other_ch
 
 
 def test_engine_group_streams_chunks_and_broadcasts_weights(ray_cluster, checkpoint, other_checkpoint, engine):
-    group = EngineGroup("solver", checkpoint, num_engines=2, num_cpus=0.5, engine_options={"device": "cpu"})
+    group = EngineGroup("solver", checkpoint, EngineGroupSettings(num_engines=2, num_cpus=0.5,
+                                                                  engine_options={"device": "cpu"}))
     try:
         # Actors are findable by role name, e.g. from the dashboard or another driver.
         assert [ray.get(ray.get_actor(f"engine-solver-{i}").policy_version.remote()) for i in range(2)] == [0, 0]
@@ -280,11 +281,13 @@ def test_engine_group_streams_chunks_and_broadcasts_weights(ray_cluster, checkpo
 def test_groups_started_without_waiting_load_at_once_and_report_a_failed_load(ray_cluster, checkpoint,
                                                                               other_checkpoint, tmp_path):
     # How the loop starts its roles: every group's actors are created first, then waited for.
-    solver = EngineGroup("solver", checkpoint, num_cpus=0.5, engine_options={"device": "cpu"}, wait=False)
-    guide = EngineGroup("guide", other_checkpoint, num_cpus=0.5,
-                        engine_options={"device": "cpu", "policy_version": 3}, wait=False)
+    on_cpu = EngineGroupSettings(num_cpus=0.5, engine_options={"device": "cpu"})
+    solver = EngineGroup("solver", checkpoint, on_cpu, wait=False)
+    guide = EngineGroup("guide", other_checkpoint,
+                        EngineGroupSettings(num_cpus=0.5, engine_options={"device": "cpu", "policy_version": 3}),
+                        wait=False)
     missing = tmp_path / "no-such-checkpoint"
-    broken = EngineGroup("broken", str(missing), num_cpus=0.5, engine_options={"device": "cpu"}, wait=False)
+    broken = EngineGroup("broken", str(missing), on_cpu, wait=False)
     try:
         for group in (solver, guide):
             group.wait_until_loaded()
@@ -314,8 +317,8 @@ def test_engines_pinned_to_one_gpu_load_one_after_another(ray_cluster, tmp_path)
     # raises while the group is built (not later, in wait_until_loaded) and leaves no actor behind.
     missing = str(tmp_path / "no-such-checkpoint")
     with pytest.raises(Exception, match="no-such-checkpoint"):
-        EngineGroup("shared", missing, num_engines=2, num_cpus=0.5, gpu_ids=["0", "0"],
-                    engine_options={"device": "cpu"}, wait=False)
+        EngineGroup("shared", missing, EngineGroupSettings(num_engines=2, num_cpus=0.5, gpu_ids=["0", "0"],
+                                                           engine_options={"device": "cpu"}), wait=False)
     assert not any(name.startswith("engine-shared-") for name in _named_actors())
 
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 from transformers import GenerationConfig, LlamaForCausalLM
 
-from sgs.machinery.engines import EngineGroup, SamplingSettings
+from sgs.machinery.engines import EngineGroup, EngineGroupSettings, SamplingSettings
 from sgs.machinery.engines.base import ENTROPY_TOP_K, top_k_entropy
 from sgs.machinery.engines.hf import TransformersEngine
 from sgs.machinery.models.tiny import build_tiny_model
@@ -317,7 +317,7 @@ def test_load_weights_swaps_the_weights_in_the_running_engine(swapping_engine, o
 
 
 def test_engine_group_runs_the_vllm_backend_in_a_ray_actor(ray_session, checkpoint, other_checkpoint, engine):
-    group = EngineGroup("solver", checkpoint, num_engines=1, backend="vllm", num_cpus=1)
+    group = EngineGroup("solver", checkpoint, EngineGroupSettings(num_engines=1, backend="vllm", num_cpus=1))
     try:
         settings = SamplingSettings(n=2, max_tokens=6, seed=11)
         remote = group.generate(PROMPTS, settings)

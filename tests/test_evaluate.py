@@ -26,10 +26,10 @@ from hydra import compose, initialize_config_dir
 from transformers import AutoTokenizer
 
 from lean_env.backends import BackendSpec
-from lean_env.pool import VerifierPool
+from lean_env.pool import VerifierPool, VerifierPoolSettings
 from sgs.state.benchmarks import HUB_BENCHMARKS, BenchmarkError, load_benchmark
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ROCQ_TARGETS, TargetsConfig, TinyModelSettings, config_problems
-from sgs.machinery.engines import EngineGroup, Sample, SamplingSettings
+from sgs.machinery.engines import EngineGroup, EngineGroupSettings, Sample, SamplingSettings
 from sgs.evaluate import checkpoint_problems, main
 from sgs.analysis.evaluation import PROBLEMS_FILE, SUMMARY_FILE, evaluate_problems, format_table
 from sgs.machinery.models import build_tiny_model
@@ -346,7 +346,7 @@ def prompter(tiny_dir) -> Prompter:
 
 @pytest.fixture(scope="module")
 def pool(ray_session, require_rocq):
-    pool = VerifierPool(BackendSpec("rocq"), num_workers=1, timeout=30)
+    pool = VerifierPool(BackendSpec("rocq"), VerifierPoolSettings(num_workers=1, timeout=30))
     yield pool
     pool.shutdown()
 
@@ -399,7 +399,8 @@ def test_evaluate_problems_refuses_what_it_cannot_estimate(pool, prompter):
 @pytest.mark.slow
 def test_the_tiny_models_engine_on_rocq_held_out_targets(tmp_path, pool, prompter, tiny_dir):
     problems = load_benchmark("rocq-held-out", "rocq", limit=3).problems
-    engine = EngineGroup("eval-test", str(tiny_dir), num_engines=1, engine_options={"dtype": "float32"})
+    engine = EngineGroup("eval-test", str(tiny_dir), EngineGroupSettings(num_engines=1,
+                                                                         engine_options={"dtype": "float32"}))
     try:
         result = evaluate_problems(engine, pool, prompter, problems, ks=[1, 2],
                                    settings=SamplingSettings(n=2, max_tokens=16, seed=0), language="rocq",

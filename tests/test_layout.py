@@ -240,3 +240,26 @@ def test_only_the_registry_branches_on_an_objectives_name():
     found = [branch for path in module_files().values() if method not in path.parents
              for branch in objective_name_branches(path, names - set(ROLES), names & set(ROLES))]
     assert found == []
+
+
+#: The classes that own a set of supervised Ray actors (:mod:`lean_env.supervised`).
+ACTOR_POOLS = {"lean_env/pool.py": "VerifierPool", "sgs/machinery/engines/group.py": "EngineGroup"}
+MAX_INIT_LINES = 40
+
+
+def test_the_actor_pools_share_one_supervision_and_take_a_settings_object():
+    """Reserving, starting, replacing and shutting down actors lives in one
+    module; each pool's constructor takes its settings as one object and stays
+    short enough to read at a glance."""
+    for relative, name in ACTOR_POOLS.items():
+        tree = ast.parse((REPO / relative).read_text(encoding="utf-8"))
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    and node.module == "lean_env.supervised" for alias in node.names}
+        assert "SupervisedActors" in imported, relative
+        assert "placement_group" not in {alias.name for node in ast.walk(tree)
+                                         if isinstance(node, ast.ImportFrom) for alias in node.names}, relative
+        [init] = [node for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) and cls.name == name
+                  for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__init__"]
+        assert init.end_lineno - init.lineno + 1 < MAX_INIT_LINES, f"{name}.__init__ is too long"
+        parameters = [arg.arg for arg in [*init.args.args, *init.args.kwonlyargs] if arg.arg != "self"]
+        assert len(parameters) <= 4 and "settings" in parameters, (name, parameters)

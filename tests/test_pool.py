@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from dataclasses import replace
 
 import pytest
 import ray
@@ -14,7 +15,7 @@ import ray
 from lean_env.backends import BackendSpec
 from lean_env.cache import VerdictCache
 from lean_env.audit_rule import audit_sampled, combine_audit
-from lean_env.pool import PoolStats, VerifierPool
+from lean_env.pool import PoolStats, VerifierPool, VerifierPoolSettings
 from lean_env.verdict import ProofTask, Status, Verdict
 from tests.pool_doubles import DisagreeingAuditSpec, NoAuditSpec
 
@@ -39,9 +40,10 @@ SLOW = ProofTask(id="slow", header=HEADER, statement="Theorem slow : True.",
 @pytest.fixture
 def pool(ray_session, require_rocq):
     """Two Rocq workers on half a CPU each, an in-memory cache, no audit (tests of the audit set
-    ``audit_fraction``)."""
-    p = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=20, cpus_per_worker=0.5,
-                     cache=VerdictCache(), audit_fraction=0.0)
+    ``audit_fraction``), no hedging: on a loaded machine a check can outlast ``hedge_after`` and
+    be dispatched twice, and these tests count dispatches (hedging has a test of its own)."""
+    settings = VerifierPoolSettings(num_workers=2, timeout=20, cpus_per_worker=0.5, audit_fraction=0.0, hedge=False)
+    p = VerifierPool(BackendSpec("rocq"), settings, cache=VerdictCache())
     yield p
     p.shutdown()
 
@@ -77,8 +79,8 @@ def test_duplicates_checked_once_and_cached(pool):
 
 
 def test_idle_worker_hedges_the_oldest_running_check(ray_session, require_rocq):
-    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=3, cpus_per_worker=0.5, hedge=True,
-                         hedge_after=0.5, audit_fraction=0.0)
+    pool = VerifierPool(BackendSpec("rocq"), VerifierPoolSettings(num_workers=2, timeout=3, cpus_per_worker=0.5,
+                                                                  hedge=True, hedge_after=0.5, audit_fraction=0.0))
     try:
         [verdict] = pool.verify([SLOW])
         assert verdict.status is Status.TIMEOUT
@@ -125,9 +127,9 @@ def test_statement_checks(pool):
     assert verdicts["s2"].status is Status.INVALID
 
 
-def test_rejects_bad_arguments(ray_session):
+def test_rejects_bad_arguments():
     with pytest.raises(ValueError, match="num_workers"):
-        VerifierPool(BackendSpec("rocq"), num_workers=0, timeout=5)
+        VerifierPoolSettings(num_workers=0, timeout=5)
     with pytest.raises(ValueError, match="unknown prover backend"):
         BackendSpec("isabelle")
 
@@ -135,8 +137,8 @@ def test_rejects_bad_arguments(ray_session):
 def test_a_hung_worker_is_replaced_and_its_checks_redone(ray_session, require_rocq):
     # timeout leaves a loaded machine room for a lia check; the watchdog fires 2 s after it, plus
     # start_timeout on a worker's first check (these are frozen before answering any)
-    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=6, cpus_per_worker=0.5, hang_grace=2,
-                        start_timeout=5, audit_fraction=0.0)
+    pool = VerifierPool(BackendSpec("rocq"), VerifierPoolSettings(num_workers=2, timeout=6, cpus_per_worker=0.5,
+                                                                  hang_grace=2, start_timeout=5, audit_fraction=0.0))
     try:
         frozen = [ray.get(pool.worker(w).process_ids.remote())["actor"] for w in range(2)]
         for pid in frozen:
@@ -158,8 +160,9 @@ def test_a_replacement_slow_to_start_is_not_taken_for_hung(ray_session, require_
     coqtop = tmp_path / "coqtop"
     coqtop.write_text(f"#!/bin/sh\n[ -e {slow_marker} ] && sleep 6\nexec {require_rocq} \"$@\"\n")
     coqtop.chmod(0o755)
-    pool = VerifierPool(BackendSpec("rocq", {"coqtop": str(coqtop)}), num_workers=1, timeout=4, hang_grace=1,
-                        cpus_per_worker=0.5, hedge=False, audit_fraction=0.0)
+    settings = VerifierPoolSettings(num_workers=1, timeout=4, hang_grace=1, cpus_per_worker=0.5, hedge=False,
+                                    audit_fraction=0.0)
+    pool = VerifierPool(BackendSpec("rocq", {"coqtop": str(coqtop)}), settings)
     try:
         slow_marker.touch()  # every prover started from now on takes 6 s, past the 5 s limit
         os.kill(ray.get(pool.worker(0).process_ids.remote())["actor"], signal.SIGKILL)
@@ -171,15 +174,15 @@ def test_a_replacement_slow_to_start_is_not_taken_for_hung(ray_session, require_
 
 
 def test_workers_live_in_one_placement_group_that_replacements_reuse(ray_session, require_rocq):
-    pool = VerifierPool(BackendSpec("rocq"), num_workers=2, timeout=10, cpus_per_worker=0.5,
-                        audit_fraction=0.0)
+    pool = VerifierPool(BackendSpec("rocq"), VerifierPoolSettings(num_workers=2, timeout=10, cpus_per_worker=0.5,
+                                                                  audit_fraction=0.0))
     try:
         group_ids = {ray.get(pool.worker(w).placement_group_id.remote()) for w in range(2)}
-        assert group_ids == {pool._placement_group.id.hex()}
+        assert group_ids == {pool._actors.placement_group.id.hex()}
         os.kill(ray.get(pool.worker(0).process_ids.remote())["actor"], signal.SIGKILL)
         assert all(v.status is Status.VALID for v in pool.verify([lia_task(700 + i) for i in range(4)]))
         assert pool.stats.workers_restarted == 1
-        assert ray.get(pool.worker(0).placement_group_id.remote()) == pool._placement_group.id.hex()
+        assert ray.get(pool.worker(0).placement_group_id.remote()) == pool._actors.placement_group.id.hex()
     finally:
         pool.shutdown()
 
@@ -187,7 +190,8 @@ def test_workers_live_in_one_placement_group_that_replacements_reuse(ray_session
 def test_a_pool_the_cluster_cannot_hold_says_so(ray_session):
     too_many = ray.cluster_resources()["CPU"] + 1
     with pytest.raises(RuntimeError, match="could not reserve 1 x .* for the verifier workers"):
-        VerifierPool(BackendSpec("rocq"), num_workers=1, timeout=5, cpus_per_worker=too_many, start_timeout=1)
+        VerifierPool(BackendSpec("rocq"), VerifierPoolSettings(num_workers=1, timeout=5, cpus_per_worker=too_many,
+                                                               start_timeout=1))
 
 
 # -- the audit ------------------------------------------------------------------
@@ -229,14 +233,14 @@ def test_stats_flatten_rejection_reasons():
     assert "rejected" not in d and "verdicts" not in d
 
 
-def test_bad_audit_arguments(ray_session):
+def test_bad_audit_arguments():
     for fraction in (-0.1, 1.5, True):
         with pytest.raises(ValueError, match="audit_fraction"):
-            VerifierPool(BackendSpec("rocq"), num_workers=1, timeout=5, audit_fraction=fraction)
+            VerifierPoolSettings(num_workers=1, timeout=5, audit_fraction=fraction)
 
 
 def test_every_valid_verdict_is_audited_and_agrees(pool):
-    pool.audit_fraction = 1.0
+    pool.settings = replace(pool.settings, audit_fraction=1.0)
     tasks = [lia_task(800 + i, valid=i != 2) for i in range(4)]
     verdicts = pool.verify(tasks)
     assert [(v.status, v.audit) for v in verdicts] == [
@@ -254,15 +258,15 @@ def test_every_valid_verdict_is_audited_and_agrees(pool):
 def test_a_cached_verdict_from_before_the_audit_is_audited(pool):
     [unaudited] = pool.verify([lia_task(900)])
     assert unaudited.audit == ""
-    pool.audit_fraction = 1.0
+    pool.settings = replace(pool.settings, audit_fraction=1.0)
     [audited] = pool.verify([lia_task(900)])
     assert (audited.status, audited.cached, audited.audit) == (Status.VALID, True, "agree")
     assert pool.stats.audited == 1
 
 
 def test_an_audit_past_its_time_limit_is_inconclusive_and_the_proof_stays_valid(pool):
-    pool.audit_fraction = 1.0
-    pool.audit_timeout = 0.001   # real coqc cannot even start in that time
+    pool.settings = replace(pool.settings, audit_fraction=1.0,
+                            audit_timeout=0.001)   # real coqc cannot even start in that time
     [verdict] = pool.verify([lia_task(920)])
     assert (verdict.status, verdict.audit) == (Status.VALID, "inconclusive")
     assert verdict.messages[-1] == "audit inconclusive: audit_timeout"
@@ -271,8 +275,9 @@ def test_an_audit_past_its_time_limit_is_inconclusive_and_the_proof_stays_valid(
 
 def test_a_disagreement_withholds_the_reward_and_is_logged(ray_session, require_rocq, tmp_path):
     log_path = tmp_path / "audit.jsonl"
-    pool = VerifierPool(DisagreeingAuditSpec("rocq"), num_workers=1, timeout=20, cpus_per_worker=0.5,
-                        cache=VerdictCache(), audit_fraction=1.0, audit_log=str(log_path))
+    settings = VerifierPoolSettings(num_workers=1, timeout=20, cpus_per_worker=0.5, audit_fraction=1.0,
+                                    audit_log=str(log_path))
+    pool = VerifierPool(DisagreeingAuditSpec("rocq"), settings, cache=VerdictCache())
     try:
         task = lia_task(950)
         copy = ProofTask(id="copy", header=task.header, statement=task.statement, proof=task.proof)
@@ -293,7 +298,8 @@ def test_a_disagreement_withholds_the_reward_and_is_logged(ray_session, require_
 
 
 def test_a_backend_without_an_audit_path_is_inconclusive(ray_session, require_rocq):
-    pool = VerifierPool(NoAuditSpec("rocq"), num_workers=1, timeout=20, cpus_per_worker=0.5, audit_fraction=1.0)
+    pool = VerifierPool(NoAuditSpec("rocq"), VerifierPoolSettings(num_workers=1, timeout=20, cpus_per_worker=0.5,
+                                                                  audit_fraction=1.0))
     try:
         [verdict] = pool.verify([lia_task(960)])
     finally:

@@ -26,7 +26,7 @@ from hydra import compose, initialize_config_dir
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from lean_env.backends import BackendSpec
-from lean_env.pool import VerifierPool
+from lean_env.pool import VerifierPool, VerifierPoolSettings
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ROCQ_TARGETS, SGSConfig, TargetsConfig, TinyModelSettings, validate
 from sgs.machinery.engines import Sample, SamplingSettings
 from sgs.analysis.evaluation import HELD_OUT_FILE, conjecturer_outputs, guide_parse_rate, held_out_pass_at_k, solver_pass_at_k
@@ -339,7 +339,7 @@ def solver_answer(prompt: str, index: int) -> str:
 
 @pytest.fixture(scope="module")
 def pool(ray_session, require_rocq):
-    pool = VerifierPool(BackendSpec("rocq"), num_workers=1, timeout=30)
+    pool = VerifierPool(BackendSpec("rocq"), VerifierPoolSettings(num_workers=1, timeout=30))
     yield pool
     pool.shutdown()
 

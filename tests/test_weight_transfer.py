@@ -13,7 +13,7 @@ import pytest
 import ray
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from sgs.machinery.engines import EngineGroup, SamplingSettings
+from sgs.machinery.engines import EngineGroup, EngineGroupSettings, SamplingSettings
 from sgs.machinery.engines.hf import TransformersEngine
 from sgs.machinery.engines.weight_transfer import WeightTarget, send_weights
 from sgs.machinery.learner import TrainSettings, train
@@ -29,8 +29,8 @@ PROBE = ([1, 40, 41, 42, 43], [50, 51, 52, 53, 54, 55])
 @pytest.fixture(scope="module")
 def group(ray_session, checkpoint):
     """Two vLLM engines that accept weights over gloo: they get ranks 1 and 2."""
-    engines = EngineGroup("solver", checkpoint, num_engines=2, backend="vllm", num_cpus=1,
-                          engine_options={"weight_transfer_backend": "gloo"})
+    engines = EngineGroup("solver", checkpoint, EngineGroupSettings(num_engines=2, backend="vllm", num_cpus=1,
+                                                                    engine_options={"weight_transfer_backend": "gloo"}))
     yield engines
     engines.shutdown()
 

@@ -29,7 +29,7 @@ import ray
 
 from lean_env.backends import BackendSpec
 from lean_env.cache import VerdictCache
-from lean_env.pool import VerifierPool
+from lean_env.pool import VerifierPool, VerifierPoolSettings
 from lean_env.verdict import ProofTask, Status
 from sgs.config import (
     ENGINE_HEARTBEAT_INTERVAL_S,
@@ -42,7 +42,7 @@ from sgs.config import (
     warmstart_enabled,
     weight_transfer_backend,
 )
-from sgs.machinery.engines import EngineGroup, SamplingSettings, shares_gpu
+from sgs.machinery.engines import EngineGroup, EngineGroupSettings, SamplingSettings, shares_gpu
 from sgs.machinery.learner import TrainSettings
 from sgs.machinery.models import ModelPaths, resolve_model_paths
 from sgs.machinery.placement import PlacementRecord
@@ -386,9 +386,7 @@ def start_engines(cfg: SGSConfig, name: str, checkpoint: Checkpoint, *, num_engi
     loop's, the warm-up report's and the evaluation's engines are all started
     here, so they are placed alike."""
     res = cfg.resources
-    return EngineGroup(
-        name,
-        checkpoint.path,
+    settings = EngineGroupSettings(
         num_engines=num_engines,
         backend=engine_backend(res),
         engine_options=engine_options(cfg, checkpoint.version, weight_transfer=weight_transfer),
@@ -399,8 +397,8 @@ def start_engines(cfg: SGSConfig, name: str, checkpoint: Checkpoint, *, num_engi
         heartbeat_interval_s=ENGINE_HEARTBEAT_INTERVAL_S,
         heartbeat_timeout_s=res.engine_heartbeat_timeout_s,
         load_timeout_s=res.engine_restart_timeout_s,
-        wait=wait,
     )
+    return EngineGroup(name, checkpoint.path, settings, wait=wait)
 
 
 def start_verifier_pool(cfg: SGSConfig, *, name: str = "verifier", run_dir: Path | None = None) -> VerifierPool:
@@ -409,11 +407,9 @@ def start_verifier_pool(cfg: SGSConfig, *, name: str = "verifier", run_dir: Path
     its verdict cache and audit log live there, so a resumed run answers the
     checks it already made without asking the prover again."""
     res = cfg.resources
-    return VerifierPool(
-        backend_spec(cfg.prover),
+    settings = VerifierPoolSettings(
         num_workers=res.verifier_workers,
         timeout=cfg.prover.timeout,
-        cache=VerdictCache(run_dir / VERDICT_CACHE_FILE) if run_dir is not None else None,
         audit_fraction=cfg.prover.audit_fraction,
         audit_log=run_dir / AUDIT_LOG_FILE if run_dir is not None else None,
         audit_seed=cfg.seed,
@@ -422,6 +418,8 @@ def start_verifier_pool(cfg: SGSConfig, *, name: str = "verifier", run_dir: Path
         placement_strategy=res.verifier_placement,
         bundle_resources={res.verifier_node_resource: VERIFIER_NODE_SHARE} if res.verifier_node_resource else None,
     )
+    cache = VerdictCache(run_dir / VERDICT_CACHE_FILE) if run_dir is not None else None
+    return VerifierPool(backend_spec(cfg.prover), settings, cache)
 
 
 class ProverUnavailable(RuntimeError):

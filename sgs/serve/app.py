@@ -26,6 +26,8 @@ from typing import Any
 
 from ray.serve import Application
 
+from lean_env.pool import VerifierPoolSettings
+
 from sgs.config import SGSConfig
 from sgs.machinery.runtime import backend_spec
 from sgs.serve.api import FrontSettings, ProverAPI
@@ -64,8 +66,11 @@ def build_app(cfg: SGSConfig, weights: ServedWeights) -> Application:
         ray_actor_options={"num_cpus": 0},
         max_ongoing_requests=VERIFIER_MAX_ONGOING,
         **_replicas(serve.verifier_replicas, serve.verifier_max_replicas, serve.target_ongoing_requests),
-    ).bind(backend_spec(cfg.prover), res.verifier_workers, cfg.prover.timeout, res.cpus_per_verifier,
-           cfg.prover.audit_fraction, cfg.seed, serve.verdict_cache_entries)
+    ).bind(backend_spec(cfg.prover),
+           VerifierPoolSettings(num_workers=res.verifier_workers, timeout=cfg.prover.timeout,
+                                cpus_per_worker=res.cpus_per_verifier, name="serve-verifier",
+                                audit_fraction=cfg.prover.audit_fraction, audit_seed=cfg.seed),
+           serve.verdict_cache_entries)
     model = {"checkpoint": weights.checkpoint, "source": weights.source, "policy_version": weights.policy_version,
              "description": weights.description}
     front = ProverAPI.options(

@@ -27,7 +27,7 @@ from ray import serve
 
 from lean_env.backends import BackendSpec
 from lean_env.cache import VerdictCache
-from lean_env.pool import VerifierPool
+from lean_env.pool import VerifierPool, VerifierPoolSettings
 from lean_env.verdict import ProofTask, Verdict
 
 log = logging.getLogger("ray.serve")
@@ -53,13 +53,10 @@ def _settle(future: asyncio.Future, verdict: Verdict) -> None:
 class Verifier:
     """A verifier pool per replica, driven by a pump thread (module docstring)."""
 
-    def __init__(self, spec: BackendSpec, num_workers: int, timeout: float, cpus_per_worker: float,
-                 audit_fraction: float, audit_seed: int, cache_entries: int) -> None:
-        self._pool = VerifierPool(spec, num_workers=num_workers, timeout=timeout,
-                                  cache=VerdictCache(max_entries=cache_entries), cpus_per_worker=cpus_per_worker,
-                                  name="serve-verifier", audit_fraction=audit_fraction, audit_seed=audit_seed)
-        self._info = {"backend": spec.name, "version": self._pool.version, "workers": num_workers,
-                      "timeout_s": timeout}
+    def __init__(self, spec: BackendSpec, settings: VerifierPoolSettings, cache_entries: int) -> None:
+        self._pool = VerifierPool(spec, settings, VerdictCache(max_entries=cache_entries))
+        self._info = {"backend": spec.name, "version": self._pool.version, "workers": settings.num_workers,
+                      "timeout_s": settings.timeout}
         # Checks to hand to the pool, and the callers waiting for verdicts: the
         # pool itself is touched by the pump thread only.
         self._inbox: collections.deque[tuple[bool, ProofTask]] = collections.deque()

@@ -7,13 +7,14 @@ Neither is imported here, so importing this package needs no vLLM.
 
 from sgs.machinery.engines.actor import BACKENDS, EngineActor, build_engine
 from sgs.machinery.engines.base import GenerationEngine, Sample, SamplingSettings
-from sgs.machinery.engines.group import EngineFailure, EngineGroup, EngineGroupStats, shares_gpu
+from sgs.machinery.engines.group import EngineFailure, EngineGroup, EngineGroupSettings, EngineGroupStats, shares_gpu
 
 __all__ = [
     "BACKENDS",
     "EngineActor",
     "EngineFailure",
     "EngineGroup",
+    "EngineGroupSettings",
     "EngineGroupStats",
     "GenerationEngine",
     "Sample",

@@ -4,14 +4,16 @@ Each engine is an :class:`~sgs.machinery.engines.actor.EngineActor`.  Actors
 are named ``engine-<role>-<i>`` so the Ray dashboard shows who is doing what.
 
 ``EngineGroup`` owns the N actors of one role (Solver, Conjecturer or Guide),
-reserved together in one placement group.  Its API mirrors the verifier
-pool's (:class:`lean_env.pool.VerifierPool`): ``submit`` splits a prompt list
-into chunks and returns their ids, ``poll`` hands back the chunks that are
-done, ``outstanding`` counts those not handed back yet; ``generate`` is the
-blocking form.  ``load_weights`` broadcasts a new checkpoint to every actor
-(or a learner sends the weights itself: ``weight_target``, ``adopt_weights``);
-``policy_version``, ``served_logprobs``, ``placement`` and ``sleep`` / ``wake_up``
-also ask every actor, with the same recovery as chunks.
+reserved together in one placement group and supervised as the verifier
+pool's workers are (:mod:`lean_env.supervised`).  Like the pool it offers
+the streaming protocol (:class:`lean_env.streaming_pool.StreamingPool`):
+``submit`` splits a prompt list into chunks and returns their ids, ``poll``
+hands back the chunks that are done, ``outstanding`` counts those not handed
+back yet; ``generate`` is the blocking form.  ``load_weights`` broadcasts a
+new checkpoint to every actor (or a learner sends the weights itself:
+``weight_target``, ``adopt_weights``); ``policy_version``,
+``served_logprobs``, ``placement`` and ``sleep`` / ``wake_up`` also ask every
+actor, with the same recovery as chunks.
 
 Lost work is redone, never dropped.  The group remembers every chunk in
 flight (its actor, prompts and settings).  When an actor dies, or stops
@@ -41,9 +43,9 @@ from typing import Any
 
 import ray
 from ray.exceptions import RayActorError
-from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from lean_env.supervised import SupervisedActors
 from sgs.machinery.engines.actor import BACKENDS, EngineActor
 from sgs.machinery.engines.base import Sample, SamplingSettings, first_line
 from sgs.machinery.engines.weight_transfer import WeightTarget
@@ -97,13 +99,9 @@ class _Chunk:
 
 
 @dataclass
-class _Engine:
-    """One actor of the group and what its heartbeat says about it."""
+class _Heartbeat:
+    """The heartbeat of one actor slot: the ping in flight and when it was sent."""
 
-    handle: ray.actor.ActorHandle
-    """The live actor."""
-    answered: bool = False
-    """Whether this actor has answered anything yet; until then it may still be loading its model."""
     ping: ray.ObjectRef | None = None
     """The heartbeat call in flight, if any."""
     ping_sent: float = 0.0
@@ -111,120 +109,96 @@ class _Engine:
     last_answer: float = -math.inf
     """``time.monotonic()`` of the last heartbeat answer (pings are spaced from it)."""
 
-    def mark_answered(self) -> None:
-        """Note that the actor answered a call.  A ping sent before its first
-        answer waited behind the model load, which ``load_timeout_s`` bounds;
-        from now on it is held to the heartbeat limit, counted from now."""
-        if not self.answered and self.ping is not None:
-            self.ping_sent = time.monotonic()
-        self.answered = True
+
+@dataclass(frozen=True)
+class EngineGroupSettings:
+    """How an :class:`EngineGroup` runs its actors."""
+
+    num_engines: int = 1
+    """Actors in the group."""
+    backend: str = "transformers"
+    """The ``engine_backend`` config value (see :func:`~sgs.machinery.engines.actor.build_engine`)."""
+    engine_options: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments for the backend's engine."""
+    num_cpus: float = 1.0
+    """Ray CPUs reserved per actor."""
+    num_gpus: float = 0.0
+    """Ray GPUs reserved per actor (a fraction shares one GPU)."""
+    start_timeout_s: float = 300.0
+    """How long to wait for the cluster to have room for the whole group."""
+    heartbeat_interval_s: float = 5.0
+    """How often an actor with work in flight (chunks, or a ``load_weights`` /
+    ``policy_version`` call) is pinged."""
+    heartbeat_timeout_s: float = 60.0
+    """An actor that leaves a ping unanswered this long is hung: killed and
+    replaced.  A thread of its own answers the ping, so a long ``generate``
+    does not count."""
+    load_timeout_s: float = 900.0
+    """The same limit for an actor's first answer, which waits until it has
+    loaded its model."""
+    max_chunk_retries: int = 3
+    """Times one chunk may be resubmitted after losing its actor; one more
+    loss raises :class:`EngineFailure`."""
+    placement_strategy: str = "PACK"
+    """The group's placement-group strategy ("PACK", "SPREAD" over a
+    cluster's GPU nodes, ...)."""
+    gpu_ids: list[int | str] | None = None
+    """Colocated engines (one GPU node shared with the learner): actor i sees
+    only GPU ``gpu_ids[i]`` (CUDA_VISIBLE_DEVICES) without reserving it in
+    Ray, whose GPUs the learner holds."""
+
+    def __post_init__(self) -> None:
+        if self.num_engines < 1:
+            raise ValueError(f"num_engines must be at least 1, got {self.num_engines!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown engine_backend {self.backend!r}; available: {', '.join(BACKENDS)}")
+        if self.num_cpus <= 0 and self.num_gpus <= 0:
+            raise ValueError("each engine needs some resources: set num_cpus > 0 or num_gpus > 0")
+        if not 0 < self.heartbeat_interval_s < self.heartbeat_timeout_s:
+            raise ValueError(f"need 0 < heartbeat_interval_s < heartbeat_timeout_s, got "
+                             f"{self.heartbeat_interval_s!r} and {self.heartbeat_timeout_s!r}")
+        if self.max_chunk_retries < 0:
+            raise ValueError(f"max_chunk_retries must be >= 0, got {self.max_chunk_retries!r}")
+        if self.gpu_ids is not None and (len(self.gpu_ids) != self.num_engines or self.num_gpus > 0):
+            raise ValueError(f"gpu_ids pins each of the {self.num_engines} engines to one GPU outside Ray's "
+                             f"accounting: give {self.num_engines} ids and num_gpus=0, got {self.gpu_ids!r} "
+                             f"and num_gpus={self.num_gpus!r}")
+
+    def bundle(self) -> dict[str, float]:
+        """One actor's Ray resources, as its placement-group bundle."""
+        return {"CPU": self.num_cpus} if self.num_gpus <= 0 else {"CPU": self.num_cpus, "GPU": self.num_gpus}
 
 
 class EngineGroup:
     """The engine actors of one role, driven from the driver."""
 
-    def __init__(
-        self,
-        role: str,
-        model_path: str,
-        *,
-        num_engines: int = 1,
-        backend: str = "transformers",
-        engine_options: dict[str, Any] | None = None,
-        num_cpus: float = 1.0,
-        num_gpus: float = 0.0,
-        start_timeout_s: float = 300.0,
-        heartbeat_interval_s: float = 5.0,
-        heartbeat_timeout_s: float = 60.0,
-        load_timeout_s: float = 900.0,
-        max_chunk_retries: int = 3,
-        placement_strategy: str = "PACK",
-        gpu_ids: list[int | str] | None = None,
-        wait: bool = True,
-    ) -> None:
-        """Start ``num_engines`` actors, all loading ``model_path``.
-
-        Args:
-            role: "solver", "conjecturer", "guide", ...; used in actor names.
-            model_path: Hugging Face checkpoint directory or hub id.
-            num_engines: actors in the group.
-            backend: the ``engine_backend`` config value (see :func:`~sgs.machinery.engines.actor.build_engine`).
-            engine_options: keyword arguments for the backend's engine.
-            num_cpus, num_gpus: Ray resources reserved per actor.
-            start_timeout_s: how long to wait for the cluster to have room for the group.
-            heartbeat_interval_s: how often an actor with work in flight (chunks,
-                or a ``load_weights`` / ``policy_version`` call) is pinged.
-            heartbeat_timeout_s: an actor that leaves a ping unanswered this long
-                is declared hung, killed and replaced.  The ping is answered by
-                a thread of its own, so a long ``generate`` does not count.
-            load_timeout_s: the same limit for a restarted actor's first answer,
-                which waits until it has loaded its model.
-            max_chunk_retries: times one chunk may be resubmitted after losing its
-                actor; one more loss raises :class:`EngineFailure`.
-            placement_strategy: the group's placement group strategy ("PACK",
-                "SPREAD" over a cluster's GPU nodes, ...).
-            gpu_ids: colocated engines (one GPU node shared with the learner):
-                actor i sees only GPU ``gpu_ids[i]`` (CUDA_VISIBLE_DEVICES)
-                without reserving it in Ray, whose GPUs the learner holds.
-            wait: block until every actor has loaded its model, so that
-                start-up errors surface here.  With ``False`` the caller
-                calls :meth:`wait_until_loaded` before using the group, which
-                lets several groups load at once (a vLLM engine takes about a
-                minute to start on a GPU).  Actors that may share a GPU
-                (:func:`shares_gpu`) load one after another in any case.
-        """
-        if num_engines < 1:
-            raise ValueError(f"num_engines must be at least 1, got {num_engines!r}")
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown engine_backend {backend!r}; available: {', '.join(BACKENDS)}")
-        if num_cpus <= 0 and num_gpus <= 0:
-            raise ValueError("each engine needs some resources: set num_cpus > 0 or num_gpus > 0")
-        if not 0 < heartbeat_interval_s < heartbeat_timeout_s:
-            raise ValueError(f"need 0 < heartbeat_interval_s < heartbeat_timeout_s, got {heartbeat_interval_s!r} "
-                             f"and {heartbeat_timeout_s!r}")
-        if max_chunk_retries < 0:
-            raise ValueError(f"max_chunk_retries must be >= 0, got {max_chunk_retries!r}")
-        if gpu_ids is not None and (len(gpu_ids) != num_engines or num_gpus > 0):
-            raise ValueError(f"gpu_ids pins each of the {num_engines} engines to one GPU outside Ray's accounting: "
-                             f"give {num_engines} ids and num_gpus=0, got {gpu_ids!r} and num_gpus={num_gpus!r}")
-        self._gpu_ids = gpu_ids
+    def __init__(self, role: str, model_path: str, settings: EngineGroupSettings, *, wait: bool = True) -> None:
+        """Start ``settings.num_engines`` actors of ``role`` ("solver", ...:
+        used in actor names), all loading ``model_path`` (a Hugging Face
+        checkpoint directory or hub id).  ``wait``: block until they loaded
+        (else see :meth:`wait_until_loaded`)."""
         self.role = role
-        self.heartbeat_interval_s = heartbeat_interval_s
-        self.heartbeat_timeout_s = heartbeat_timeout_s
-        self.load_timeout_s = load_timeout_s
-        self.max_chunk_retries = max_chunk_retries
+        self.settings = settings
         self.stats = EngineGroupStats()
-        # What a restarted actor is built from: the constructor's arguments, and
-        # the last checkpoint load_weights broadcast (None: still the initial weights).
-        self._backend = backend
         self._model_path = model_path
-        self._engine_options = dict(engine_options or {})
+        # What a restarted actor loads: the last checkpoint the group switched to (None: the initial weights).
         self._weights: tuple[str, int] | None = None
-        self._resources = {"num_cpus": num_cpus, "num_gpus": num_gpus}
-        self._engines: list[_Engine] = []
+        # One placement group reserves the whole role at once: either all engines fit or none start.
+        self._actors = SupervisedActors(f"{role!r} engines", self._launch, count=settings.num_engines,
+                                        bundle=settings.bundle(), strategy=settings.placement_strategy,
+                                        start_timeout_s=settings.start_timeout_s)
+        self._heartbeats = [_Heartbeat() for _ in range(settings.num_engines)]
         # The actors' first calls, until wait_until_loaded has seen them answer.
         self._loaded: list[ray.ObjectRef] = []
         # Chunks in flight, and samples of chunks back but not yet handed to the caller; both by chunk id.
         self._chunks: dict[int, _Chunk] = {}
         self._finished: dict[int, list[list[Sample]]] = {}
         self._chunk_ids = itertools.count()
-
-        bundle = {"CPU": num_cpus} if num_gpus <= 0 else {"CPU": num_cpus, "GPU": num_gpus}
-        # One placement group reserves the whole role at once: either all engines fit or none start.
-        self._placement_group: PlacementGroup | None = placement_group([bundle] * num_engines,
-                                                                       strategy=placement_strategy)
-        if not self._placement_group.wait(timeout_seconds=start_timeout_s):
-            self.shutdown()
-            raise RuntimeError(
-                f"could not reserve {num_engines} x {bundle} for the {role!r} engines within {start_timeout_s} s; "
-                f"the cluster has {ray.cluster_resources()} in total, {ray.available_resources()} free"
-            )
         try:
-            for index in range(num_engines):
-                self._engines.append(_Engine(self._start_actor(index)))
+            for index in range(settings.num_engines):
                 # The first call returns once the constructor ran, so loading errors surface there.
-                self._loaded.append(self._engines[-1].handle.policy_version.remote())
-                if shares_gpu(gpu_ids, num_gpus):
+                self._loaded.append(self._actors.start(index).policy_version.remote())
+                if shares_gpu(settings.gpu_ids, settings.num_gpus):
                     ray.get(self._loaded[-1])
         except Exception:
             self.shutdown()
@@ -234,7 +208,12 @@ class EngineGroup:
 
     def wait_until_loaded(self) -> None:
         """Block until every actor has loaded its model; an actor that failed
-        to load raises here, after the group is shut down."""
+        to load raises here, after the group is shut down.
+
+        A group started with ``wait=False`` must be waited for before use;
+        several groups then load at once (a vLLM engine takes about a minute
+        to start on a GPU).  Actors that may share a GPU (:func:`shares_gpu`)
+        load one after another in any case."""
         if not self._loaded:
             return
         try:
@@ -243,13 +222,13 @@ class EngineGroup:
             self.shutdown()
             raise
         self._loaded = []
-        for engine in self._engines:
-            engine.mark_answered()
+        for index in range(len(self._actors)):
+            self._mark_answered(index)
 
     @property
     def actors(self) -> list[ray.actor.ActorHandle]:
         """The live actors, by index (a restarted actor replaces its predecessor here)."""
-        return [engine.handle for engine in self._engines]
+        return self._actors.handles
 
     # -- streaming -------------------------------------------------------------
 
@@ -268,7 +247,7 @@ class EngineGroup:
         if not prompts:
             return []
         if chunk_size is None:
-            chunk_size = math.ceil(len(prompts) / len(self._engines))
+            chunk_size = math.ceil(len(prompts) / len(self._actors))
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1, got {chunk_size!r}")
         submitted = []
@@ -278,7 +257,7 @@ class EngineGroup:
                 key=next(self._chunk_ids),
                 prompts=[prompts[i] for i in indices],
                 settings=settings if settings.seed is None else replace(settings, seed=settings.seed + start),
-                engine=number % len(self._engines),
+                engine=number % len(self._actors),
             )
             self._send(chunk)
             self._chunks[chunk.key] = chunk
@@ -313,7 +292,7 @@ class EngineGroup:
         caller that waits on this group and something else at once and then
         calls ``poll(0)``."""
         return ([chunk.ref for chunk in self._chunks.values()]
-                + [engine.ping for engine in self._engines if engine.ping is not None])
+                + [beat.ping for beat in self._heartbeats if beat.ping is not None])
 
     def generate(
         self, prompts: list[str], settings: SamplingSettings, chunk_size: int | None = None
@@ -330,7 +309,7 @@ class EngineGroup:
                     for index, samples in zip(waiting.pop(key), self._finished.pop(key)):
                         results[index] = samples
                 if waiting:
-                    self._advance(self.heartbeat_interval_s)
+                    self._advance(self.settings.heartbeat_interval_s)
         finally:
             # On an error, this call's other chunks are abandoned: no later poll returns them.
             for key in waiting:
@@ -375,9 +354,9 @@ class EngineGroup:
         failed direct transfer, an engine may hold part of the new weights,
         and only a fresh process is sure not to."""
         self._weights = (checkpoint_dir, policy_version)
-        for index in range(len(self._engines)):
+        for index in range(len(self._actors)):
             self._restart(index)
-        self.stats.actor_restarts += len(self._engines)
+        self.stats.actor_restarts += len(self._actors)
         self._on_every_actor("policy_version")
 
     @property
@@ -410,14 +389,9 @@ class EngineGroup:
 
     def shutdown(self) -> None:
         """Kill the actors and release their placement group; chunks in flight are dropped."""
-        for engine in self._engines:
-            ray.kill(engine.handle, no_restart=True)
-        self._engines = []
+        self._actors.shutdown()
         self._chunks.clear()
         self._finished.clear()
-        if self._placement_group is not None:
-            remove_placement_group(self._placement_group)
-            self._placement_group = None
 
     # -- recovery: deciding ----------------------------------------------------------
 
@@ -439,17 +413,17 @@ class EngineGroup:
         answers = {} if answers is None else answers
         self._send_heartbeats({chunk.engine for chunk in self._chunks.values()} | set(calls.values()))
         chunks = {chunk.ref: chunk for chunk in self._chunks.values()}
-        pings = {engine.ping: index for index, engine in enumerate(self._engines) if engine.ping is not None}
+        pings = {beat.ping: index for index, beat in enumerate(self._heartbeats) if beat.ping is not None}
         lost: dict[int, str] = {}  # actor index -> why it is lost
         errors: list[BaseException] = []
-        for ref in _ready([*chunks, *calls, *pings], min(max(timeout, 0.0), self.heartbeat_interval_s)):
+        for ref in _ready([*chunks, *calls, *pings], min(max(timeout, 0.0), self.settings.heartbeat_interval_s)):
             if ref in chunks:
                 self._collect(chunks[ref], lost, errors)
             elif ref in calls:
                 index = calls.pop(ref)
                 try:
                     answers[index] = ray.get(ref)
-                    self._engines[index].mark_answered()
+                    self._mark_answered(index)
                 except RayActorError as error:
                     lost.setdefault(index, first_line(error))
                 except Exception as error:  # the engine raised (a bad checkpoint, ...): the caller's error
@@ -457,10 +431,10 @@ class EngineGroup:
             else:
                 self._heard(pings[ref], lost)
         now = time.monotonic()
-        for index, engine in enumerate(self._engines):
-            limit = self.heartbeat_timeout_s if engine.answered else self.load_timeout_s
-            if index not in lost and engine.ping is not None and now - engine.ping_sent > limit:
-                lost[index] = f"hung: no heartbeat answer for {now - engine.ping_sent:.0f} s"
+        for index, beat in enumerate(self._heartbeats):
+            limit = self._actors.deadline_s(index, self.settings.heartbeat_timeout_s, self.settings.load_timeout_s)
+            if index not in lost and beat.ping is not None and now - beat.ping_sent > limit:
+                lost[index] = f"hung: no heartbeat answer for {now - beat.ping_sent:.0f} s"
                 self.stats.hung_actors += 1
         for index, cause in lost.items():
             errors.extend(self._replace(index, cause))
@@ -480,19 +454,28 @@ class EngineGroup:
         except Exception as error:  # the engine itself raised (a bad prompt, ...): the caller's error
             errors.append(error)
         del self._chunks[chunk.key]
-        self._engines[chunk.engine].mark_answered()
+        self._mark_answered(chunk.engine)
 
     def _heard(self, index: int, lost: dict[int, str]) -> None:
         """Actor ``index`` answered its heartbeat, or its death is now known."""
-        engine = self._engines[index]
-        ping, engine.ping = engine.ping, None
+        beat = self._heartbeats[index]
+        ping, beat.ping = beat.ping, None
         try:
             ray.get(ping)
         except RayActorError as error:
             lost.setdefault(index, first_line(error))
             return
-        engine.mark_answered()
-        engine.last_answer = time.monotonic()
+        self._mark_answered(index)
+        beat.last_answer = time.monotonic()
+
+    def _mark_answered(self, index: int) -> None:
+        """Note that actor ``index`` answered a call.  A ping sent before its
+        first answer waited behind the model load, which ``load_timeout_s``
+        bounds; from now on it is held to the heartbeat limit, counted from now."""
+        beat = self._heartbeats[index]
+        if not self._actors.answered(index) and beat.ping is not None:
+            beat.ping_sent = time.monotonic()
+        self._actors.mark_answered(index)
 
     def _replace(self, index: int, cause: str) -> list[EngineFailure]:
         """Restart actor ``index`` and resubmit the chunks it held, oldest first.
@@ -508,13 +491,13 @@ class EngineGroup:
         if held:
             running = held[0]
             running.losses.append(cause)
-            if len(running.losses) > self.max_chunk_retries:
+            if len(running.losses) > self.settings.max_chunk_retries:
                 del self._chunks[running.key]
                 held = held[1:]
                 failures.append(EngineFailure(
                     f"{self.role!r} engine chunk {running.key} ({len(running.prompts)} prompt(s), the first "
                     f"{running.prompts[0][:80]!r}) lost its actor {len(running.losses)} times, more than "
-                    f"max_chunk_retries={self.max_chunk_retries}: " + "; ".join(running.losses)))
+                    f"max_chunk_retries={self.settings.max_chunk_retries}: " + "; ".join(running.losses)))
         self._restart(index)
         for chunk in held:
             self._send(chunk)
@@ -527,50 +510,46 @@ class EngineGroup:
         watch as chunks: an actor lost meanwhile (dead or hung) is replaced,
         on the current weights, and asked again, at most ``max_chunk_retries``
         times."""
-        calls = {getattr(engine.handle, method).remote(*args): index for index, engine in enumerate(self._engines)}
+        calls = {getattr(handle, method).remote(*args): index for index, handle in enumerate(self._actors.handles)}
         answers: dict[int, Any] = {}
-        losses: list[list[str]] = [[] for _ in self._engines]
+        losses: list[list[str]] = [[] for _ in range(len(self._actors))]
         while calls:
-            for index, cause in self._advance(self.heartbeat_interval_s, calls, answers).items():
+            for index, cause in self._advance(self.settings.heartbeat_interval_s, calls, answers).items():
                 if index in answers:
                     continue  # it answered before it was lost
                 losses[index].append(cause)
-                if len(losses[index]) > self.max_chunk_retries:
+                if len(losses[index]) > self.settings.max_chunk_retries:
                     raise EngineFailure(
                         f"engine-{self.role}-{index} was lost {len(losses[index])} times during {method}, more "
-                        f"than max_chunk_retries={self.max_chunk_retries}: " + "; ".join(losses[index]))
-                calls[getattr(self._engines[index].handle, method).remote(*args)] = index
-        return [answers[index] for index in range(len(self._engines))]
+                        f"than max_chunk_retries={self.settings.max_chunk_retries}: " + "; ".join(losses[index]))
+                calls[getattr(self._actors.handle(index), method).remote(*args)] = index
+        return [answers[index] for index in range(len(self._actors))]
 
     # -- recovery: Ray plumbing -------------------------------------------------------
 
-    def _start_actor(self, index: int) -> ray.actor.ActorHandle:
+    def _launch(self, index: int, in_bundle: PlacementGroupSchedulingStrategy) -> ray.actor.ActorHandle:
         """Create actor ``index`` in its bundle, on the group's current weights."""
+        gpu_ids = self.settings.gpu_ids
         return EngineActor.options(
-            name=f"engine-{self.role}-{index}",
-            **self._resources,
-            scheduling_strategy=PlacementGroupSchedulingStrategy(
-                placement_group=self._placement_group, placement_group_bundle_index=index
-            ),
-        ).remote(self._backend, self._model_path, self._engine_options, self._weights,
-                 None if self._gpu_ids is None else self._gpu_ids[index])
+            name=f"engine-{self.role}-{index}", num_cpus=self.settings.num_cpus, num_gpus=self.settings.num_gpus,
+            scheduling_strategy=in_bundle,
+        ).remote(self.settings.backend, self._model_path, self.settings.engine_options, self._weights,
+                 None if gpu_ids is None else gpu_ids[index])
 
     def _restart(self, index: int) -> None:
-        # Killing frees the name at once (a process that died on its own keeps
-        # it for a while) and makes the raylet end a hung process.
-        ray.kill(self._engines[index].handle, no_restart=True)
-        self._engines[index] = _Engine(self._start_actor(index))
+        self._actors.replace(index)
+        self._heartbeats[index] = _Heartbeat()
 
     def _send(self, chunk: _Chunk) -> None:
-        chunk.ref = self._engines[chunk.engine].handle.generate.remote(chunk.prompts, chunk.settings)
+        chunk.ref = self._actors.handle(chunk.engine).generate.remote(chunk.prompts, chunk.settings)
 
     def _send_heartbeats(self, busy: set[int]) -> None:
         """Ping each actor with work in flight, once per interval."""
         now = time.monotonic()
         for index in busy:
-            engine = self._engines[index]
-            if engine.ping is None and now - engine.last_answer >= self.heartbeat_interval_s:
-                engine.ping, engine.ping_sent = engine.handle.heartbeat.remote(), now
+            beat = self._heartbeats[index]
+            if beat.ping is None and now - beat.last_answer >= self.settings.heartbeat_interval_s:
+                beat.ping, beat.ping_sent = self._actors.handle(index).heartbeat.remote(), now
 
 
 def _ready(refs: list[ray.ObjectRef], timeout: float) -> list[ray.ObjectRef]:
