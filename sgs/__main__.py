@@ -5,7 +5,9 @@
     python -m sgs -m +experiment=standard,no_guide   # a sweep: one run directory per job
     python -m sgs run_dir=runs/x                     # start, or resume, the run in runs/x
 
-Steps: compose and validate the config (exit 2 with every problem named;
+Steps: check the command line's values of the choice fields (exit 2 naming
+every bad one, its key and the allowed values: Hydra would stop at the first,
+with exit 1), compose and validate the config (exit 2 with every problem named;
 then what the Solver objective asks of it, :func:`sgs.method.registry.config_problems`),
 read the targets (exit 2 naming a malformed file), check that this machine
 can run it before starting anything (exit 3 with what is missing and the
@@ -34,10 +36,11 @@ import sys
 from dataclasses import asdict
 
 import hydra
+from hydra._internal.utils import get_args_parser
 from omegaconf import DictConfig
 
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, suggested_overrides
-from sgs.config import resolve_source_path, validate
+from sgs.config import override_problems, resolve_source_path, validate
 from sgs.loop.phases import PHASES
 from sgs.loop.stopping import stop_reason
 from sgs.method.registry import config_problems as objective_problems
@@ -48,6 +51,22 @@ from sgs.state.targets import TargetError, read_targets
 
 EXIT_CONFIG = 2
 EXIT_REQUIREMENTS = 3
+
+
+def cli() -> None:
+    """``python -m sgs``: the command line's bad choices, then :func:`main`.
+
+    OmegaConf refuses a bad value of a choice field (an Enum) while Hydra
+    composes the config, before :func:`main` could report it: Hydra prints
+    the first one and exits 1.  So the overrides are checked here first,
+    read by Hydra's own argument parser (the one ``hydra.main`` reads them
+    with), and every bad one is named as :func:`main` names config problems.
+    """
+    problems = override_problems(get_args_parser().parse_args().overrides)
+    if problems:
+        print(ConfigError(problems), file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    main()
 
 
 @hydra.main(version_base=None, config_path=str(CONFIG_DIR), config_name=CONFIG_NAME)
@@ -145,4 +164,4 @@ def read_run_targets(cfg: SGSConfig) -> list[Target]:
 
 
 if __name__ == "__main__":
-    main()
+    cli()

@@ -32,13 +32,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import ray
-from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from transformers import AutoTokenizer
 
 from sgs import sft
 from sgs.state.benchmarks import BenchmarkError, load_benchmark
-from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, missing_model_directory, requirements_problems
+from sgs.config import ConfigError, SGSConfig, compose_config, missing_model_directory, requirements_problems
 from sgs.config import validate
 from sgs.analysis.evaluation import BenchmarkResult, evaluate_problems, format_table
 from sgs.loop.weights import checkpoint_version
@@ -61,8 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m sgs.evaluate [overrides]``: pass@k of a checkpoint on a benchmark."""
     overrides = list(sys.argv[1:] if argv is None else argv)
     try:
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
-            cfg = validate(compose(config_name=CONFIG_NAME, overrides=overrides))
+        cfg = validate(compose_config(overrides))
     except (ConfigError, HydraException) as error:
         print(error, file=sys.stderr)
         return EXIT_CONFIG

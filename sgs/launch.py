@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import ray
@@ -68,7 +67,8 @@ def run(cfg: SGSConfig, benchmark: Benchmark | None, store: Store) -> None:
         weights["guide"] = Checkpoint(paths.guide if cfg.model.guide_path else base, 0)
 
         runtime = build_runtime(cfg, run_dir, weights, AutoTokenizer.from_pretrained(paths.tokenizer), pool)
-        sink = MetricsSink(cfg.logging, run_dir, name=f"{cfg.experiment}-{run_dir.name}", config=asdict(cfg))
+        # The store's copy: plain data, the choice fields' Enums as their strings.
+        sink = MetricsSink(cfg.logging, run_dir, name=f"{cfg.experiment}-{run_dir.name}", config=store.config)
         loop = Loop(cfg, store, runtime, weights, run_name=f"{cfg.experiment}-{run_dir.name}",
                     benchmark=benchmark, on_metrics=sink.log)
         if weights["solver"].version == 0:

@@ -55,11 +55,11 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
 from transformers import AutoTokenizer
 
 from lean_env.pool import VerifierPool
-from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, validate
+from sgs.config import ConfigError, SGSConfig, compose_config, requirements_problems, validate
 from sgs.config import warmstart_enabled
 from sgs.analysis.evaluation import conjecturer_outputs, guide_parse_rate, read_json, solver_pass_at_k, write_json
 from sgs.machinery.learner import TrainExample, TrainSettings, train
@@ -373,12 +373,11 @@ def prepare(cfg: SGSConfig, paths: ModelPaths, targets: Sequence[Target], cache_
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m sgs.sft [overrides]``: warm-start the model the config names."""
     overrides = list(sys.argv[1:] if argv is None else argv)
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
-        try:
-            cfg = validate(compose(config_name=CONFIG_NAME, overrides=overrides))
-        except ConfigError as error:
-            print(error, file=sys.stderr)
-            return 2
+    try:
+        cfg = validate(compose_config(overrides))
+    except (ConfigError, HydraException) as error:
+        print(error, file=sys.stderr)
+        return 2
     if not warmstart_enabled(cfg):
         print(f"warmstart.mode={cfg.warmstart.mode!r} does not warm-start this model "
               f"(model.path={cfg.model.path!r}, warmstart.corpus={cfg.warmstart.corpus!r}); "

@@ -274,6 +274,10 @@ def test_the_command_refuses_bad_settings_and_benchmarks_before_starting_anythin
     assert "must be at least the largest k of evaluation.ks (4)" in capsys.readouterr().err
     assert main(["evaluation.no_such_field=1"]) == 2
     assert "no_such_field" in capsys.readouterr().err
+    assert main(["evaluation.contamination=ignore", "model.dtype=int8"]) == 2  # every bad choice, named at once
+    err = capsys.readouterr().err
+    assert "evaluation.contamination='ignore' is not one of exclude, flag" in err
+    assert "model.dtype='int8' is not one of float32, bfloat16, float16" in err
     bad = write_jsonl(tmp_path / "bad.jsonl", [GOOD_ROCQ, '{"id": "x", "statement": 5}'])
     assert main([f"evaluation.benchmark=jsonl:{bad}"]) == 2
     assert f"{bad}:2: the statement must be a non-empty string" in capsys.readouterr().err

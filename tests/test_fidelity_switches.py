@@ -17,7 +17,7 @@ import pytest
 from lean_env.verdict import Status, Verdict
 from sgs.analysis.evaluation import BenchmarkResult, ProblemResult, format_table
 from sgs.analysis.report.runs import RunData, read_run
-from sgs.config import CONJECTURE_DEDUPS, EI_SOLVED_COUNTS, UNELABORATED_CONJECTURES, MethodConfig
+from sgs.config import UNELABORATED_CONJECTURES, ConjectureDedup, EiSolvedCount, MethodConfig, UnelaboratedConjectures
 from sgs.launch import generation_count
 from sgs.loop import conjecture as phase
 from sgs.loop.context import DUPLICATE_CONJECTURE, DUPLICATE_OF_TARGET, MATCHES_BENCHMARK, RunContext
@@ -36,9 +36,9 @@ OTHER = Target(id="t_mul", header=HEADER, statement="Theorem t_mul : forall n : 
 
 
 def test_every_setting_has_its_implementation():
-    assert set(phase.ELABORATION_CHECK) == set(UNELABORATED_CONJECTURES)
-    assert set(STATEMENT_FORMS) == set(CONJECTURE_DEDUPS)
-    assert set(PROOF_KEYS) == set(EI_SOLVED_COUNTS)
+    assert set(phase.ELABORATION_CHECK) == set(UNELABORATED_CONJECTURES) == set(UnelaboratedConjectures)
+    assert set(STATEMENT_FORMS) == set(ConjectureDedup)
+    assert set(PROOF_KEYS) == set(EiSolvedCount)
 
 
 # --------------------------------------------------------------------------
@@ -57,7 +57,7 @@ def test_exact_form_is_the_text_and_canonical_form_ignores_names():
     assert canonical_form(renamed, "rocq") == canonical_form(TRAINING.statement, "rocq")
 
 
-@pytest.mark.parametrize("dedup", CONJECTURE_DEDUPS)
+@pytest.mark.parametrize("dedup", list(ConjectureDedup))
 def test_duplicates_up_to_renaming_or_as_text(dedup):
     form = STATEMENT_FORMS[dedup]
     targets = {form(t.statement, "rocq") for t in (TRAINING, HELD_OUT)}
@@ -130,7 +130,7 @@ def no_settings(monkeypatch):
     monkeypatch.setattr(phase, "conjecturer_settings", lambda cfg, seed: None)
 
 
-@pytest.mark.parametrize("setting", list(UNELABORATED_CONJECTURES))
+@pytest.mark.parametrize("setting", list(UnelaboratedConjectures))
 def test_a_conjecture_that_does_not_elaborate_is_attempted_only_under_attempt(tmp_path, no_settings, setting):
     method = MethodConfig(unelaborated_conjectures=setting)
     outputs = {"t_add": [coq("Theorem ok : forall n : nat, n + 1 = S n.")],
@@ -155,7 +155,7 @@ def test_a_conjecture_that_does_not_elaborate_is_attempted_only_under_attempt(tm
         assert attempted == [found["t_add"].id, found["t_mul"].id]
 
 
-@pytest.mark.parametrize("dedup", CONJECTURE_DEDUPS)
+@pytest.mark.parametrize("dedup", list(ConjectureDedup))
 def test_a_resumed_phase_compares_new_conjectures_with_the_stored_ones_as_written(tmp_path, no_settings, dedup):
     """The stored statements are renamed; a resumed phase must still know what the Conjecturer wrote."""
     method = MethodConfig(conjectures_per_target=3, conjecture_dedup=dedup)
@@ -256,7 +256,7 @@ def test_the_registry_keeps_max_proofs_per_target_and_reports_read_it_so(tmp_pat
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("setting", list(UNELABORATED_CONJECTURES))
+@pytest.mark.parametrize("setting", list(UnelaboratedConjectures))
 def test_the_summary_and_the_report_say_how_generations_were_counted(setting):
     said = f"{UNELABORATED_CONJECTURES[setting]} (method.unelaborated_conjectures={setting})"
     cfg = SimpleNamespace(method=MethodConfig(unelaborated_conjectures=setting))

@@ -175,7 +175,7 @@ def test_strategy_auto_means_deepspeed_on_gpus_and_ddp_on_cpu():
     assert TrainSettings(use_gpu=True).resolved_strategy == "deepspeed"
     assert TrainSettings(strategy="deepspeed").resolved_strategy == "deepspeed"
     assert TrainSettings(strategy="ddp", use_gpu=True).resolved_strategy == "ddp"
-    with pytest.raises(ValueError, match="TrainSettings.strategy must be 'auto', 'ddp' or 'deepspeed', got 'fsdp'"):
+    with pytest.raises(ValueError, match="TrainSettings.strategy must be one of auto, ddp, deepspeed, got 'fsdp'"):
         TrainSettings(strategy="fsdp")
 
 

@@ -266,6 +266,10 @@ def test_a_run_being_written_is_read_without_its_lock(tmp_path):
 def test_the_command_refuses_bad_settings_before_starting_anything(tmp_path, capsys):
     assert main(["serve.max_attempts=0"]) == 2
     assert "serve.max_attempts=0 must be at least 1" in capsys.readouterr().err
+    assert main(["resources.engine_backend=sglang", "model.dtype=int8"]) == 2  # every bad choice, named at once
+    err = capsys.readouterr().err
+    assert "resources.engine_backend='sglang' is not one of transformers, vllm" in err
+    assert "model.dtype='int8' is not one of float32, bfloat16, float16" in err
     assert main([f"checkpoint={tmp_path / 'nothing'}"]) == 2
     assert "no such directory" in capsys.readouterr().err
     with socket.create_server(("127.0.0.1", 0)) as taken:

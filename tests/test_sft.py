@@ -276,7 +276,11 @@ def test_the_command_survives_a_kill_mid_training_and_then_uses_its_cache(tmp_pa
 def test_the_command_refuses_a_config_it_would_not_warm_start():
     proc = subprocess.run([sys.executable, "-m", "sgs.sft", "warmstart.mode=never"], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "use warmstart.mode=always" in proc.stderr
+    assert proc.returncode == 2 and "warmstart.mode='never' does not warm-start" in proc.stderr
+    assert "use warmstart.mode=always" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "sgs.sft", "warmstart.mode=sometimes"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "warmstart.mode='sometimes' is not one of auto, always, never" in proc.stderr
 
 
 # --------------------------------------------------------------------------

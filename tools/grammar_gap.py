@@ -48,10 +48,9 @@ import statistics
 import sys
 
 import torch
-from hydra import compose, initialize_config_dir
 
 from sgs import sft
-from sgs.config import CONFIG_DIR, CONFIG_NAME, SGSConfig, validate
+from sgs.config import SGSConfig, compose_config, validate
 from sgs.machinery.engines.base import Sample
 from sgs.machinery.engines.hf import TransformersEngine
 from sgs.machinery.prompts import Prompter
@@ -61,11 +60,6 @@ from sgs.state.targets import batch_targets, load_targets
 
 #: Quantiles printed for each distribution.
 QUANTILES = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 1.0)
-
-
-def compose_config(overrides: list[str]) -> SGSConfig:
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
-        return validate(compose(config_name=CONFIG_NAME, overrides=overrides))
 
 
 def quantiles(values: list[float]) -> str:
@@ -137,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--base", action="store_true", help="measure the base model, not its cached warm start")
     args, overrides = parser.parse_known_args(argv)
-    cfg = compose_config(overrides)
+    cfg: SGSConfig = validate(compose_config(overrides))
     settings = conjecturer_settings(cfg, seed=args.seed)
     if settings.grammar is None:
         print("this config samples the Conjecturer without a grammar (sampling.conjecturer_grammar); "

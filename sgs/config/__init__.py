@@ -19,17 +19,23 @@ group          options (``conf/<group>/<option>.yaml``)
 The dataclass defaults are the paper's values (App. C) for the ``standard``
 method; the group files choose model, prover, hardware and scale.
 
-Three steps, each module importing only those of the steps before it (and none
+The steps, each module importing only those of the steps before it (and none
 of them any data loading):
 
 * :mod:`sgs.config.schema`: the dataclasses, every field documented where it
-  is declared, and the allowed values of the choice fields (the method,
-  sampling, training, model, prover, resources and evaluation settings and
-  the prover service's live in modules of their own, which the schema imports;
-  ``conf/serve.yaml`` is the service's primary config);
+  is declared, each choice field typed with an Enum of its allowed values (a
+  :class:`~sgs.config.checks.Choice`, declared beside the field), which
+  OmegaConf checks on every assignment (the method, sampling, training,
+  model, prover, resources and evaluation settings and the prover service's
+  live in modules of their own, which the schema imports; ``conf/serve.yaml``
+  is the service's primary config);
+* :mod:`sgs.config.choices`: the choice fields by key, and the checks that
+  name every bad choice at once, of command-line overrides before Hydra
+  composes them (:func:`override_problems`, :func:`compose_config`) and of a
+  composed config;
 * :mod:`sgs.config.validation`: :func:`validate` turns a composed
   ``DictConfig`` into a typed :class:`SGSConfig`, or raises
-  :class:`ConfigError` listing every problem (value ranges, unknown choices,
+  :class:`ConfigError` listing every problem (value ranges, bad choices,
   fields that contradict each other), each message naming the key; benchmark
   names are checked against :mod:`sgs.config.benchmark_names`.  The nodes
   kept in modules of their own (:mod:`sgs.config.method`,
@@ -53,43 +59,41 @@ from sgs.config.schema import (  # noqa: F401  (the package's public names)
     BACKEND_LANGUAGE,
     CONFIG_DIR,
     CONFIG_NAME,
-    CONJECTURE_DEDUPS,
-    CONJECTURER_PROMPTS,
-    CONTAMINATION_MODES,
     D3K_TARGETS,
-    DTYPES,
-    EI_SOLVED_COUNTS,
-    ENGINE_BACKENDS,
     ENGINE_HEARTBEAT_INTERVAL_S,
     HUB_SCHEME,
     KNOWN_TARGET_LANGUAGES,
-    LEARNER_STRATEGIES,
-    LOSS_NORMALISATIONS,
-    OPTIMIZER_STATES,
     PACKAGE_SCHEME,
-    PLACEMENT_STRATEGIES,
-    PROOF_LANGUAGES,
-    PROVER_BACKENDS,
-    REWARD_NORMALISATIONS,
     ROCQ_TARGETS,
     ROLES,
     SCHEMA_NAME,
     SOLVER_OBJECTIVES,
-    UNELABORATED_CONJECTURES,
-    WANDB_MODES,
-    WARMSTART_MODES,
     STATEMENT_GRAMMAR,
-    WEIGHT_TRANSFERS,
+    UNELABORATED_CONJECTURES,
+    Choice,
     ConfigError,
+    ConjectureDedup,
+    ConjecturerPrompt,
+    Contamination,
+    Dtype,
+    EiSolvedCount,
+    EngineBackend,
     EvaluationConfig,
     LeanSettings,
+    LearnerStrategy,
     LoggingConfig,
+    LossNormalisation,
     MethodConfig,
     ModelConfig,
+    OptimizerState,
+    PlacementStrategy,
+    ProofLanguage,
+    ProverBackend,
     ProverConfig,
     register_configs,
     resolve_source_path,
     ResourcesConfig,
+    RewardNormalisation,
     RocqSettings,
     RoleSampling,
     SamplingConfig,
@@ -97,7 +101,11 @@ from sgs.config.schema import (  # noqa: F401  (the package's public names)
     TargetsConfig,
     TinyModelSettings,
     TrainingConfig,
+    UnelaboratedConjectures,
+    WandbMode,
     WarmstartConfig,
+    WarmstartMode,
+    WeightTransfer,
 )
 from sgs.config.serve import ServeConfig, serve_problems  # noqa: F401  (the package's public names)
 from sgs.config.derived import (  # noqa: F401  (the package's public names)
@@ -106,6 +114,11 @@ from sgs.config.derived import (  # noqa: F401  (the package's public names)
     engines_sleep_during_training,
     warmstart_enabled,
     weight_transfer_backend,
+)
+from sgs.config.choices import (  # noqa: F401  (the package's public names)
+    choice_fields,
+    compose_config,
+    override_problems,
 )
 from sgs.config.validation import config_problems, to_schema, validate  # noqa: F401  (the package's public names)
 from sgs.config.machine import (  # noqa: F401  (the package's public names)

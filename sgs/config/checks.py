@@ -1,12 +1,33 @@
 """The small checks every config group's validation is made of; each appends
-one message naming the key to ``problems`` when the value fails."""
+one message naming the key to ``problems`` when the value fails.  And
+:class:`Choice`, the base of every choice field's Enum."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 
-def choice(problems: list[str], key: str, value: Any, choices: tuple | dict) -> None:
+class Choice(StrEnum):
+    """The allowed values of one choice field of the config, each member named
+    as its value (``vllm = "vllm"``).
+
+    OmegaConf checks a field typed with one on every assignment, so a bad
+    value is refused while the config is composed, with the allowed values
+    named (:mod:`sgs.config.choices` checks command-line overrides first, to
+    report every bad one at once).  A member is the string it names: it
+    compares equal to it, hashes like it (so dicts keyed by the plain strings
+    find it), formats and serialises to JSON as it, so code reading
+    ``cfg.resources.engine_backend == "vllm"`` and saved configs see plain
+    strings.  Its repr is the string's too, so that the messages that show a
+    value with ``!r`` read ``model.dtype='float16'``, as the YAML does.
+    """
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+def choice(problems: list[str], key: str, value: Any, choices: tuple) -> None:
     """``value`` must be one of ``choices``."""
     if value not in choices:
         problems.append(f"{key}={value!r} is not one of {', '.join(map(str, choices))}")

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sgs.config.checks import at_least, choice
+from sgs.config.checks import Choice, at_least
 
-#: What a run does with conjectures that state a benchmark problem.
-CONTAMINATION_MODES = ("exclude", "flag")
+
+class Contamination(Choice):
+    """``evaluation.contamination``: what a run does with conjectures that state a benchmark problem."""
+
+    exclude = "exclude"
+    flag = "flag"
 
 
 @dataclass
@@ -56,14 +60,13 @@ class EvaluationConfig:
     #: never trained on), ``flag`` lets them through; both count them
     #: (``conjectures_matching_benchmark``).  Conjectures equal to a target,
     #: held-out ones included, are always rejected.
-    contamination: str = "exclude"
+    contamination: Contamination = Contamination.exclude
 
 
 def evaluation_problems(evaluation: EvaluationConfig) -> list[str]:
     """Every problem within the ``evaluation`` node, one message per problem, each naming its key."""
     problems: list[str] = []
     at_least(problems, "evaluation.k", evaluation.k, 0)
-    choice(problems, "evaluation.contamination", evaluation.contamination, CONTAMINATION_MODES)
     at_least(problems, "evaluation.limit", evaluation.limit, 1)
     bad_ks = [k for k in evaluation.ks if k < 1]
     if not evaluation.ks or bad_ks:

@@ -6,24 +6,63 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sgs.config.checks import at_least, choice
+from sgs.config.checks import Choice, at_least, choice
 
-# Allowed values of the method's string-valued choice fields.
 #: The objectives a run may choose for the Solver: each a name registered in
-#: sgs.method.registry, where everything else about it is said.
+#: sgs.method.registry, where everything else about it is said (an open
+#: registry, so a string and no :class:`Choice`).
 SOLVER_OBJECTIVES = ("reinforce_half", "reinforce", "cispo", "ei", "none")
-CONJECTURER_PROMPTS = ("target_conditioned", "unconditioned")
-REWARD_NORMALISATIONS = ("reference", "paper")
-LOSS_NORMALISATIONS = ("token_mean", "sequence_mean")
-#: method.unelaborated_conjectures, each with what it means for the generation
+
+
+class ConjecturerPrompt(Choice):
+    """``method.conjecturer_prompt``."""
+
+    target_conditioned = "target_conditioned"
+    unconditioned = "unconditioned"
+
+
+class RewardNormalisation(Choice):
+    """``method.reward_normalisation``."""
+
+    reference = "reference"
+    paper = "paper"
+
+
+class LossNormalisation(Choice):
+    """``method.loss_normalisation``."""
+
+    token_mean = "token_mean"
+    sequence_mean = "sequence_mean"
+
+
+class UnelaboratedConjectures(Choice):
+    """``method.unelaborated_conjectures``."""
+
+    skip = "skip"
+    attempt = "attempt"
+
+
+#: What each ``method.unelaborated_conjectures`` means for the generation
 #: count, in the words the run summary and the report use.
 UNELABORATED_CONJECTURES = {
-    "skip": "conjectures that fail to elaborate get no Solver attempts",
-    "attempt": "every conjecture gets k Solver attempts, counted as generations, whether it elaborates or not "
-               "(the paper's loop)",
+    UnelaboratedConjectures.skip: "conjectures that fail to elaborate get no Solver attempts",
+    UnelaboratedConjectures.attempt: "every conjecture gets k Solver attempts, counted as generations, whether it "
+                                     "elaborates or not (the paper's loop)",
 }
-CONJECTURE_DEDUPS = ("canonical", "exact")
-EI_SOLVED_COUNTS = ("distinct", "all")
+
+
+class ConjectureDedup(Choice):
+    """``method.conjecture_dedup``."""
+
+    canonical = "canonical"
+    exact = "exact"
+
+
+class EiSolvedCount(Choice):
+    """``method.ei_solved_count``."""
+
+    distinct = "distinct"
+    all = "all"
 
 
 @dataclass
@@ -46,7 +85,7 @@ class MethodConfig:
     conjectures_per_target: int = 1
     #: Conjecturer prompt: ``target_conditioned`` shows the unsolved target;
     #: ``unconditioned`` asks for a moderately hard theorem from a random area.
-    conjecturer_prompt: str = "target_conditioned"
+    conjecturer_prompt: ConjecturerPrompt = ConjecturerPrompt.target_conditioned
     #: Update the Conjecturer's weights each iteration; false keeps it frozen.
     train_conjecturer: bool = True
     #: Score kept conjectures with the Guide: R = R_guide * (1 - s).  False
@@ -55,18 +94,18 @@ class MethodConfig:
     #: Min-max normalisation of Conjecturer rewards: ``reference`` over the
     #: kept set only (the released code), ``paper`` with the non-kept
     #: conjectures in the batch at reward 0 (the paper's text).
-    reward_normalisation: str = "reference"
+    reward_normalisation: RewardNormalisation = RewardNormalisation.reference
     #: Loss normaliser: ``token_mean`` divides by all label tokens of the
     #: global batch (the reference); ``sequence_mean`` averages per-sequence
     #: token means (the paper's 1/|y|).
-    loss_normalisation: str = "token_mean"
+    loss_normalisation: LossNormalisation = LossNormalisation.token_mean
     #: A conjecture whose statement does not elaborate: ``skip`` checks each
     #: new statement with a placeholder proof first and gives those that fail
     #: no Solver attempts (SPEC §3.2: no proof budget on them); ``attempt``
     #: checks nothing before proving, so every conjecture gets k Solver
     #: attempts, all counted as generations (the paper's Algorithm 1 and its
     #: code).  The run summary and the report say which a run used.
-    unelaborated_conjectures: str = "skip"
+    unelaborated_conjectures: UnelaboratedConjectures = UnelaboratedConjectures.skip
     #: When a conjecture is a duplicate, of a target or of an earlier
     #: conjecture of its iteration (rejected either way): ``canonical`` up to
     #: whitespace, comments, the theorem's name and the names of bound
@@ -74,7 +113,7 @@ class MethodConfig:
     #: statement's text, name included, is the same (SPEC §1.2 and the paper's
     #: code).  Held-out targets and benchmark problems are matched up to
     #: renaming whichever is chosen: a renamed copy never leaks into training.
-    conjecture_dedup: str = "canonical"
+    conjecture_dedup: ConjectureDedup = ConjectureDedup.canonical
     #: k, the Solver samples per problem (targets and conjectures alike).
     num_solver_samples: int = 8
     #: Verified proofs stored per target; expert iteration samples only
@@ -86,7 +125,7 @@ class MethodConfig:
     #: a proof found again being neither stored nor counted again, or ``all``
     #: verified proofs, repeats included (the paper: "solved fewer than 16
     #: times", and its code).
-    ei_solved_count: str = "distinct"
+    ei_solved_count: EiSolvedCount = EiSolvedCount.distinct
     #: Expert iteration trains on stored proofs found in this many most
     #: recent iterations.
     ei_replay_iterations: int = 3
@@ -113,13 +152,6 @@ def method_problems(method: MethodConfig) -> list[str]:
     (What the Solver objective asks of other nodes: :func:`sgs.method.registry.config_problems`.)"""
     problems: list[str] = []
     choice(problems, "method.solver_objective", method.solver_objective, SOLVER_OBJECTIVES)
-    choice(problems, "method.conjecturer_prompt", method.conjecturer_prompt, CONJECTURER_PROMPTS)
-    choice(problems, "method.reward_normalisation", method.reward_normalisation, REWARD_NORMALISATIONS)
-    choice(problems, "method.loss_normalisation", method.loss_normalisation, LOSS_NORMALISATIONS)
-    choice(problems, "method.unelaborated_conjectures", method.unelaborated_conjectures,
-           tuple(UNELABORATED_CONJECTURES))
-    choice(problems, "method.conjecture_dedup", method.conjecture_dedup, CONJECTURE_DEDUPS)
-    choice(problems, "method.ei_solved_count", method.ei_solved_count, EI_SOLVED_COUNTS)
     at_least(problems, "method.conjectures_per_target", method.conjectures_per_target, 0)
     at_least(problems, "method.num_solver_samples", method.num_solver_samples, 1)
     at_least(problems, "method.max_proofs_per_target", method.max_proofs_per_target, 1)

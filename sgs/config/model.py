@@ -11,10 +11,15 @@ from dataclasses import dataclass
 
 from omegaconf import MISSING
 
-from sgs.config.checks import at_least, choice
+from sgs.config.checks import Choice, at_least
 
-#: Allowed values of ``model.dtype``.
-DTYPES = ("float32", "bfloat16", "float16")
+
+class Dtype(Choice):
+    """``model.dtype``: a torch dtype's name."""
+
+    float32 = "float32"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
 
 
 @dataclass
@@ -63,7 +68,7 @@ class ModelConfig:
     #: format; null uses the base model.
     guide_path: str | None = None
     #: Weight dtype for generation and checkpoints.
-    dtype: str = "bfloat16"
+    dtype: Dtype = Dtype.bfloat16
     #: The model is too large for CPU inference and training.
     needs_gpu: bool = False
     #: Builder settings when ``path`` is null.
@@ -79,7 +84,6 @@ def model_problems(model: ModelConfig) -> list[str]:
     problems: list[str] = []
     if not model.name:
         problems.append("model.name must not be empty")
-    choice(problems, "model.dtype", model.dtype, DTYPES)
     if model.path is None and model.tiny is None:
         problems.append("model.path is null and model.tiny is not set: give a checkpoint path or tiny-model settings")
     if model.path is None and model.needs_gpu:

@@ -9,13 +9,25 @@ from dataclasses import dataclass, field
 from omegaconf import MISSING
 
 from lean_env.rocq.known_bugs import FEATURE_NAMES as BUG_PRONE_FEATURES
-from sgs.config.checks import choice
+from sgs.config.checks import Choice
 
-# Allowed values of the string-valued choice fields.
-PROVER_BACKENDS = ("lean", "rocq")
-PROOF_LANGUAGES = ("lean", "rocq")
+
+class ProverBackend(Choice):
+    """``prover.backend``: the checker process."""
+
+    lean = "lean"
+    rocq = "rocq"
+
+
+class ProofLanguage(Choice):
+    """``prover.language``: the language of statements and proofs."""
+
+    lean = "lean"
+    rocq = "rocq"
+
+
 #: The proof language each prover backend checks.
-BACKEND_LANGUAGE = {"lean": "lean", "rocq": "rocq"}
+BACKEND_LANGUAGE = {ProverBackend.lean: ProofLanguage.lean, ProverBackend.rocq: ProofLanguage.rocq}
 
 
 @dataclass
@@ -50,10 +62,10 @@ class ProverConfig:
     """The proof checker and the proof language (SPEC §3)."""
 
     #: Checker process: ``lean`` (Lean 4 REPL) or ``rocq`` (coqtop).
-    backend: str = MISSING
+    backend: ProverBackend = MISSING
     #: Language of statements and proofs; selects prompt templates, output
     #: parsers and the target format.  Must be the backend's language.
-    language: str = MISSING
+    language: ProofLanguage = MISSING
     #: Wall-clock limit for checking one proof, in seconds.
     timeout: float = 200.0
     #: Axioms a valid proof may depend on (Lean: ``#print axioms``); Rocq
@@ -81,10 +93,8 @@ class ProverConfig:
 def prover_problems(prover: ProverConfig) -> list[str]:
     """Every problem within the ``prover`` node, one message per problem, each naming its key."""
     problems: list[str] = []
-    choice(problems, "prover.backend", prover.backend, PROVER_BACKENDS)
-    choice(problems, "prover.language", prover.language, PROOF_LANGUAGES)
-    expected = BACKEND_LANGUAGE.get(prover.backend)
-    if expected is not None and prover.language in PROOF_LANGUAGES and prover.language != expected:
+    expected = BACKEND_LANGUAGE.get(prover.backend)  # None while unset (MISSING, in a config built in Python)
+    if expected is not None and prover.language not in (expected, MISSING):
         problems.append(
             f"prover.language={prover.language!r} cannot be checked by prover.backend={prover.backend!r}, "
             f"which checks {expected}"

@@ -8,13 +8,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sgs.config.checks import at_least, choice
+from sgs.config.checks import Choice, at_least, choice
 
-# Allowed values of the string-valued choice fields.
-ENGINE_BACKENDS = ("transformers", "vllm")
-WEIGHT_TRANSFERS = ("checkpoint", "direct")
-#: Ray placement group strategies.
-PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+class EngineBackend(Choice):
+    """``resources.engine_backend``: the generation engine implementation."""
+
+    transformers = "transformers"
+    vllm = "vllm"
+
+
+class WeightTransfer(Choice):
+    """``resources.weight_transfer``."""
+
+    checkpoint = "checkpoint"
+    direct = "direct"
+
+
+class PlacementStrategy(Choice):
+    """``resources.*_placement``: Ray's placement group strategies."""
+
+    PACK = "PACK"
+    SPREAD = "SPREAD"
+    STRICT_PACK = "STRICT_PACK"
+    STRICT_SPREAD = "STRICT_SPREAD"
+
+
 #: Seconds between heartbeats of an engine actor with work in flight.
 ENGINE_HEARTBEAT_INTERVAL_S = 5.0
 
@@ -37,7 +56,7 @@ class ResourcesConfig:
     #: (whatever ``engine_backend`` says), the learner over gloo.  0: real GPUs.
     simulated_gpus: int = 0
     #: Generation engine implementation: ``transformers`` or ``vllm``.
-    engine_backend: str = "transformers"
+    engine_backend: EngineBackend = EngineBackend.transformers
     #: Generation engine actors serving the Solver.
     solver_engines: int = 1
     #: Generation engine actors serving the Conjecturer.
@@ -99,28 +118,27 @@ class ResourcesConfig:
     #: Direct pays off where reading the checkpoint is slow (a network file
     #: system, 7B weights over NVLink); on one machine the page cache makes
     #: the reload faster (``benchmarks/weight_transfer.py``).
-    weight_transfer: str = "checkpoint"
+    weight_transfer: WeightTransfer = WeightTransfer.checkpoint
     #: How long a direct transfer waits for a peer (the rendezvous, each broadcast).
     weight_transfer_timeout_s: float = 300.0
     #: Strategy of each role's engine placement group: ``PACK`` (few nodes),
     #: ``SPREAD`` (over the GPU nodes of a cluster), ``STRICT_PACK`` (one
     #: node) or ``STRICT_SPREAD`` (one engine per node).
-    engine_placement: str = "PACK"
+    engine_placement: PlacementStrategy = PlacementStrategy.PACK
     #: Strategy of the verifier pool's placement group (same choices).
-    verifier_placement: str = "PACK"
+    verifier_placement: PlacementStrategy = PlacementStrategy.PACK
     #: A custom Ray resource that marks the nodes verifier workers may use
     #: (each worker asks for 0.001 of it); start CPU nodes with
     #: ``ray start --resources='{"<name>": 1}'``.  Null: any node.
     verifier_node_resource: str | None = None
     #: Strategy of the learner's placement group (Ray Train's): ``STRICT_PACK``
     #: keeps every data-parallel rank on one node (fast all-reduce).
-    learner_placement: str = "PACK"
+    learner_placement: PlacementStrategy = PlacementStrategy.PACK
 
 
 def resources_problems(resources: ResourcesConfig) -> list[str]:
     """Every problem within the ``resources`` node, one message per problem, each naming its key."""
     problems: list[str] = []
-    choice(problems, "resources.engine_backend", resources.engine_backend, ENGINE_BACKENDS)
     if resources.ray_address is not None and not resources.ray_address.strip():
         problems.append("resources.ray_address must not be empty; use null to start a local cluster")
     at_least(problems, "resources.num_cpus", resources.num_cpus, 1)
@@ -145,7 +163,6 @@ def resources_problems(resources: ResourcesConfig) -> list[str]:
     if resources.colocate_engines_with_learner and resources.gpus_per_engine > 0:
         problems.append("resources.colocate_engines_with_learner=true pins engines to GPUs outside Ray's "
                         "accounting (the learner holds the GPUs); set resources.gpus_per_engine=0")
-    choice(problems, "resources.weight_transfer", resources.weight_transfer, WEIGHT_TRANSFERS)
     if resources.weight_transfer == "direct":
         if resources.engine_backend != "vllm":
             problems.append("resources.weight_transfer=direct needs vLLM engines (resources.engine_backend=vllm); "
@@ -158,8 +175,6 @@ def resources_problems(resources: ResourcesConfig) -> list[str]:
                             "resources.sleep_engines_during_training=false or weight_transfer=checkpoint")
     if not resources.weight_transfer_timeout_s > 0:
         problems.append(f"resources.weight_transfer_timeout_s={resources.weight_transfer_timeout_s!r} must be positive")
-    for key in ("engine_placement", "verifier_placement", "learner_placement"):
-        choice(problems, f"resources.{key}", getattr(resources, key), PLACEMENT_STRATEGIES)
 
     # Ray Train gives each rank one whole GPU (NCCL and DeepSpeed need a GPU of their own per rank).
     if resources.gpus_per_learner_worker not in (0, 1):

@@ -16,34 +16,36 @@ from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
 
-from sgs.config.evaluation import CONTAMINATION_MODES, EvaluationConfig  # noqa: F401  (imported from here by the rest)
+from sgs.config.checks import Choice
+from sgs.config.evaluation import Contamination, EvaluationConfig  # noqa: F401  (imported from here by the rest)
 from sgs.config.sampling import STATEMENT_GRAMMAR, RoleSampling, SamplingConfig  # noqa: F401  (likewise)
-from sgs.config.training import LEARNER_STRATEGIES, OPTIMIZER_STATES, TrainingConfig  # noqa: F401  (likewise)
-from sgs.config.model import DTYPES, ModelConfig, TinyModelSettings  # noqa: F401  (likewise)
+from sgs.config.training import LearnerStrategy, OptimizerState, TrainingConfig  # noqa: F401  (likewise)
+from sgs.config.model import Dtype, ModelConfig, TinyModelSettings  # noqa: F401  (likewise)
 from sgs.config.prover import (  # noqa: F401  (likewise)
     BACKEND_LANGUAGE,
-    PROOF_LANGUAGES,
-    PROVER_BACKENDS,
     LeanSettings,
+    ProofLanguage,
+    ProverBackend,
     ProverConfig,
     RocqSettings,
 )
 from sgs.config.resources import (  # noqa: F401  (likewise)
-    ENGINE_BACKENDS,
     ENGINE_HEARTBEAT_INTERVAL_S,
-    PLACEMENT_STRATEGIES,
-    WEIGHT_TRANSFERS,
+    EngineBackend,
+    PlacementStrategy,
     ResourcesConfig,
+    WeightTransfer,
 )
 from sgs.config.method import (  # noqa: F401  (the method's choices, imported from here by the rest)
-    CONJECTURE_DEDUPS,
-    CONJECTURER_PROMPTS,
-    EI_SOLVED_COUNTS,
-    LOSS_NORMALISATIONS,
-    REWARD_NORMALISATIONS,
     SOLVER_OBJECTIVES,
     UNELABORATED_CONJECTURES,
+    ConjectureDedup,
+    ConjecturerPrompt,
+    EiSolvedCount,
+    LossNormalisation,
     MethodConfig,
+    RewardNormalisation,
+    UnelaboratedConjectures,
 )
 from sgs.config.serve import ServeConfig
 
@@ -54,10 +56,25 @@ CONFIG_NAME = "config"
 #: Name under which :class:`SGSConfig` is stored in Hydra's ConfigStore.
 SCHEMA_NAME = "sgs_schema"
 
-# Allowed values of the string-valued choice fields (the method's: sgs.config.method).
-WANDB_MODES = ("auto", "offline", "online", "disabled")
-WARMSTART_MODES = ("auto", "always", "never")
+#: The three roles (``warmstart.roles`` lists some of them).
 ROLES = ("solver", "conjecturer", "guide")
+
+
+class WandbMode(Choice):
+    """``logging.wandb_mode``."""
+
+    auto = "auto"
+    offline = "offline"
+    online = "online"
+    disabled = "disabled"
+
+
+class WarmstartMode(Choice):
+    """``warmstart.mode``."""
+
+    auto = "auto"
+    always = "always"
+    never = "never"
 
 
 # Target sources are strings in one of three forms:
@@ -128,7 +145,7 @@ class WarmstartConfig:
     #: null), which knows no output format until then, and leaves a given
     #: checkpoint alone; ``always`` warm-starts any base model; ``never``
     #: starts self-play from the base model as it is.
-    mode: str = "auto"
+    mode: WarmstartMode = WarmstartMode.auto
     #: The corpus: ``pkg://package/path`` or a filesystem path, in the format
     #: of :mod:`sgs.state.warmstart`.  Defaults to the prover's own corpus
     #: (``prover.default_warmstart_corpus``); null means none, so ``auto``
@@ -163,7 +180,7 @@ class LoggingConfig:
     #: wandb mode: ``auto`` (online when a key is configured in
     #: ``WANDB_API_KEY``, else offline), ``offline`` (local files only, to
     #: ``wandb sync`` later), ``online`` or ``disabled``.
-    wandb_mode: str = "auto"
+    wandb_mode: WandbMode = WandbMode.auto
     #: wandb project name.
     wandb_project: str = "sgs"
     #: wandb entity (team or user); null uses the account's default.

@@ -7,11 +7,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sgs.config.checks import at_least, choice
+from sgs.config.checks import Choice, at_least
 
-# Allowed values of the string-valued choice fields.
-OPTIMIZER_STATES = ("reset", "persist")
-LEARNER_STRATEGIES = ("auto", "ddp", "deepspeed")
+
+class OptimizerState(Choice):
+    """``training.optimizer_state``."""
+
+    reset = "reset"
+    persist = "persist"
+
+
+class LearnerStrategy(Choice):
+    """``training.strategy``."""
+
+    auto = "auto"
+    ddp = "ddp"
+    deepspeed = "deepspeed"
 
 
 @dataclass
@@ -42,7 +53,7 @@ class TrainingConfig:
     max_seq_len: int = 8192
     #: ``reset`` builds a fresh optimizer every iteration (the reference);
     #: ``persist`` carries the Adam state over to the next iteration.
-    optimizer_state: str = "reset"
+    optimizer_state: OptimizerState = OptimizerState.reset
     #: Role checkpoints kept in the run directory (the newest ones).
     keep_checkpoints: int = 2
     #: Train in bf16 with fp32 master weights; null follows the model's dtype
@@ -55,7 +66,7 @@ class TrainingConfig:
     #: 7B model on 80 GB GPUs needs), ``ddp`` (torch DDP: every worker holds
     #: all of them) or ``auto``: deepspeed when the learner workers have GPUs,
     #: ddp on CPU (where DeepSpeed only adds start-up time).  Same weights either way.
-    strategy: str = "auto"
+    strategy: LearnerStrategy = LearnerStrategy.auto
     #: After each update the engines' log-probs of a fixed probe sequence are
     #: compared with the learner's; a mean gap per token (nats) above this
     #: logs a warning: the engines may not serve the weights the learner
@@ -81,8 +92,6 @@ def training_problems(training: TrainingConfig) -> list[str]:
         problems.append(f"training.grad_clip_norm={training.grad_clip_norm!r} must be positive")
     at_least(problems, "training.epochs_per_iteration", training.epochs_per_iteration, 1)
     at_least(problems, "training.max_seq_len", training.max_seq_len, 1)
-    choice(problems, "training.optimizer_state", training.optimizer_state, OPTIMIZER_STATES)
-    choice(problems, "training.strategy", training.strategy, LEARNER_STRATEGIES)
     at_least(problems, "training.keep_checkpoints", training.keep_checkpoints, 1)
     if not training.probe_logprob_tolerance > 0:
         problems.append(f"training.probe_logprob_tolerance={training.probe_logprob_tolerance!r} must be positive")

@@ -18,7 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from sgs.config.benchmark_names import benchmark_problems
-from sgs.config.checks import at_least, choice
+from sgs.config.checks import at_least
+from sgs.config.choices import config_choice_problems
 from sgs.config.derived import active_engines, declared_gpus
 from sgs.config.evaluation import evaluation_problems
 from sgs.config.method import method_problems
@@ -31,10 +32,7 @@ from sgs.config.training import training_problems
 from sgs.config.schema import (
     HUB_SCHEME,
     KNOWN_TARGET_LANGUAGES,
-    PROOF_LANGUAGES,
     ROLES,
-    WANDB_MODES,
-    WARMSTART_MODES,
     ConfigError,
     ModelConfig,
     ProverConfig,
@@ -65,8 +63,9 @@ def to_schema(cfg: DictConfig) -> SGSConfig:
     """Resolve a composed config into an :class:`SGSConfig` instance.
 
     Raises :class:`ConfigError` naming the key of every mandatory value left
-    unset (``???``), or of a value that has the wrong type or cannot be
-    resolved.  Hydra's own ``hydra`` node, if present, is ignored.
+    unset (``???``), or every choice field's value that is none of its Enum's,
+    or the first value that has the wrong type or cannot be resolved.  Hydra's
+    own ``hydra`` node, if present, is ignored.
     """
     if "hydra" in cfg:
         cfg = OmegaConf.masked_copy(cfg, [key for key in cfg.keys() if key != "hydra"])
@@ -74,6 +73,9 @@ def to_schema(cfg: DictConfig) -> SGSConfig:
         missing = sorted(OmegaConf.missing_keys(cfg))
         if missing:
             raise ConfigError([_key_problem(key, "is required but was not given") for key in missing])
+        bad_choices = config_choice_problems(cfg)  # all of them: the merge below stops at the first
+        if bad_choices:
+            raise ConfigError(bad_choices)
         return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(SGSConfig), cfg))
     except OmegaConfBaseException as error:
         key = getattr(error, "full_key", None) or "config"
@@ -122,7 +124,7 @@ def _check_targets(problems: list[str], targets: TargetsConfig, prover: ProverCo
         except ValueError as error:
             problems.append(f"targets.source: {error}")
         language = KNOWN_TARGET_LANGUAGES.get(targets.source)
-        if language is not None and prover.language in PROOF_LANGUAGES and language != prover.language:
+        if language is not None and language != prover.language:
             problems.append(
                 f"targets.source={targets.source!r} holds {language} statements but prover.language="
                 f"{prover.language!r}; use prover={language}, or leave targets.source unset to use the "
@@ -132,7 +134,7 @@ def _check_targets(problems: list[str], targets: TargetsConfig, prover: ProverCo
         if not targets.lean_repo_dir.strip():
             problems.append("targets.lean_repo_dir must not be empty; use null when the targets are not a "
                             "LeanDojo file")
-        elif prover.language in PROOF_LANGUAGES and prover.language != "lean":
+        elif prover.language != "lean":
             problems.append(f"targets.lean_repo_dir applies to Lean targets (LeanDojo files) only, but "
                             f"prover.language={prover.language!r}")
     at_least(problems, "targets.limit", targets.limit, 1)
@@ -212,6 +214,11 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
             cfg = to_schema(cfg)
         except ConfigError as error:
             return error.problems
+    else:
+        # An SGSConfig built in Python: nothing has checked its choices, and the checks below read them.
+        bad_choices = config_choice_problems(cfg)
+        if bad_choices:
+            return bad_choices
     problems: list[str] = []
     if not cfg.run_dir:
         problems.append("run_dir must not be empty")
@@ -237,13 +244,11 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
     problems.extend(evaluation_problems(cfg.evaluation))
     evaluation = cfg.evaluation
     problems.extend(benchmark_problems(evaluation.benchmark, evaluation.benchmark_file, cfg.prover.language))
-    choice(problems, "logging.wandb_mode", cfg.logging.wandb_mode, WANDB_MODES)
     problems.extend(serve_problems(cfg.serve))
     return problems
 
 
 def _check_warmstart(problems: list[str], ws: WarmstartConfig, cfg: SGSConfig) -> None:
-    choice(problems, "warmstart.mode", ws.mode, WARMSTART_MODES)
     if ws.mode == "always" and ws.corpus is None:
         problems.append(
             f"warmstart.mode='always' needs a corpus, but warmstart.corpus is null (the {cfg.prover.language} "

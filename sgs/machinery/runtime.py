@@ -309,7 +309,8 @@ def backend_spec(prover: ProverConfig) -> BackendSpec:
     else:
         options["repl_command"] = prover.lean.repl_command
         options["project_dir"] = prover.lean.project_dir
-    return BackendSpec(prover.backend, options)
+    # The plain name: lean_env knows nothing of sgs, and its verifier workers unpickle the spec.
+    return BackendSpec(str(prover.backend), options)
 
 
 # --------------------------------------------------------------------------

@@ -31,11 +31,10 @@ import time
 from collections.abc import Sequence
 
 import ray
-from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from ray import serve
 
-from sgs.config import CONFIG_DIR, ConfigError, SGSConfig, requirements_problems, validate
+from sgs.config import ConfigError, SGSConfig, compose_config, requirements_problems, validate
 from sgs.machinery.runtime import DASHBOARD_TOKEN_HINT, start_ray
 from sgs.serve.app import build_app, service_cpus
 from sgs.serve.weights import ServedWeights, WeightsError, served_weights
@@ -66,8 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(__doc__)
         return 0
     try:
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
-            cfg = validate(compose(config_name=SERVE_CONFIG_NAME, overrides=[_expand(arg) for arg in args]))
+        cfg = validate(compose_config([_expand(arg) for arg in args], config_name=SERVE_CONFIG_NAME))
     except (ConfigError, HydraException) as error:
         print(error, file=sys.stderr)
         return EXIT_CONFIG

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from sgs.config import PROVER_BACKENDS, ServeConfig
+from sgs.config import ProverBackend, ServeConfig
 from sgs.state.benchmarks import problem_text
 
 
@@ -149,8 +149,8 @@ def _check_prover(obj: dict, served: str) -> None:
     prover = obj["prover"]
     if not isinstance(prover, str):
         raise BadRequest(400, f"'prover' must be a string, got {_json_type(prover)}")
-    if prover not in PROVER_BACKENDS:
-        raise BadRequest(400, f"unknown prover {prover!r}; provers are {', '.join(PROVER_BACKENDS)}")
+    if prover not in tuple(ProverBackend):
+        raise BadRequest(400, f"unknown prover {prover!r}; provers are {', '.join(ProverBackend)}")
     if prover != served:
         raise BadRequest(422, f"this server checks {served} proofs, not {prover} ones; start one with prover={prover}")
 

@@ -50,7 +50,7 @@ from lean_env.rocq.config import RocqConfig
 from lean_env.rocq.load_path import LoadPathError, parse_load_path
 from sgs.config.benchmark_names import (
     HUB_BENCHMARKS, JSONL_PREFIX, NAMED_BENCHMARKS, ROCQ_HELD_OUT, HubBenchmark, benchmark_problems, resolve_name)
-from sgs.config import PROOF_LANGUAGES, ROCQ_TARGETS, TargetsConfig, resolve_source_path
+from sgs.config import ROCQ_TARGETS, ProofLanguage, TargetsConfig, resolve_source_path
 from sgs.state.records import Target
 from sgs.state.targets import TargetError, load_targets, parquet_rows, parse_json
 
@@ -245,7 +245,7 @@ def problem_text(statement: str, header: str, language: str, *, project_header: 
     problem = _text_problem(statement, header, language, project_header)
     if problem is None:
         return ProblemText(statement, None, None)
-    other = next(lang for lang in PROOF_LANGUAGES if lang != language)
+    other = next(lang for lang in ProofLanguage if lang != language)
     converted = lean_statement(statement) if other == "lean" else statement
     return ProblemText(statement, problem, other if _text_problem(converted, header, other) is None else None)
 

@@ -39,7 +39,6 @@ from sgs.machinery.learner.settings import (
     OPTIMIZER_FILE,
     PROBE_FILE,
     STAGING_DIR,
-    STRATEGIES,
     TrainExample,
     TrainMetrics,
     TrainResult,
@@ -49,7 +48,7 @@ from sgs.machinery.learner.steps import micro_batch_loss, probe_logprobs, run_st
 from sgs.machinery.learner.strategy import DeepSpeedUpdate, TorchUpdate, make_optimizer
 
 __all__ = [
-    "DEEPSPEED_DIR", "DEEPSPEED_TAG", "OPTIMIZER_FILE", "PROBE_FILE", "STAGING_DIR", "STRATEGIES",
+    "DEEPSPEED_DIR", "DEEPSPEED_TAG", "OPTIMIZER_FILE", "PROBE_FILE", "STAGING_DIR",
     "DeepSpeedUpdate", "PlannedSequence", "TorchUpdate", "TrainExample", "TrainJob", "TrainMetrics",
     "TrainResult", "TrainSettings", "WorkerStep", "make_optimizer", "micro_batch_loss", "plan_steps",
     "probe_logprobs", "run_steps", "train", "train_models", "truncate", "validate_examples",

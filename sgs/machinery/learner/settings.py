@@ -10,11 +10,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sgs.config import LearnerStrategy, OptimizerState, PlacementStrategy
 from sgs.method.losses import Normalisation
-
-
-Strategy = Literal["auto", "ddp", "deepspeed"]
-STRATEGIES: tuple[str, ...] = ("auto", "ddp", "deepspeed")
 
 PROBE_FILE = "sgs_probe_logprobs.json"  # rank 0's probe log-probs, inside the new checkpoint until read
 PLACEMENT_FILE = "sgs_placement.json"  # every rank's placement, inside the new checkpoint until read
@@ -80,10 +77,10 @@ class TrainSettings:
     accumulation and fp32 Adam state inside the ZeRO optimizer."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass to save memory."""
-    optimizer_state: Literal["reset", "persist"] = "reset"
+    optimizer_state: OptimizerState = OptimizerState.reset
     """"reset": a fresh Adam every run (the reference); "persist": restore the Adam state saved
     with the base checkpoint, if any, and save it with the new one."""
-    strategy: Strategy = "auto"
+    strategy: LearnerStrategy = LearnerStrategy.auto
     """Data-parallel training: "deepspeed" (DeepSpeed ZeRO stage 2: gradients and Adam state are
     partitioned over the ranks, which a 7B model on 80 GB GPUs needs), "ddp" (torch
     DistributedDataParallel: every rank holds all of them) or "auto": deepspeed with GPUs
@@ -100,7 +97,7 @@ class TrainSettings:
     simulated_gpus: bool = False
     """With ``use_gpu``: the GPUs are logical ones (``resources.simulated_gpus``).  Ray reserves and
     assigns one per worker as for real GPUs, but the workers compute on the CPU over gloo."""
-    learner_placement: str = "PACK"
+    learner_placement: PlacementStrategy = PlacementStrategy.PACK
     """Ray placement group strategy of the workers ("STRICT_PACK": all on one node)."""
     learner_restarts: int = 2
     """Times a run that Ray lost its workers in (a worker process or node died, the placement group
@@ -126,10 +123,11 @@ class TrainSettings:
                 f"TrainSettings.loss_normalisation must be 'token_mean' or 'sequence_mean', "
                 f"got {self.loss_normalisation!r}"
             )
-        if self.optimizer_state not in ("reset", "persist"):
-            raise ValueError(f"TrainSettings.optimizer_state must be 'reset' or 'persist', got {self.optimizer_state!r}")
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"TrainSettings.strategy must be 'auto', 'ddp' or 'deepspeed', got {self.strategy!r}")
+        # The config's Enums, which also take their plain strings (TrainSettings(strategy="ddp")).
+        for name, allowed in (("optimizer_state", OptimizerState), ("strategy", LearnerStrategy)):
+            value = getattr(self, name)
+            if value not in tuple(allowed):
+                raise ValueError(f"TrainSettings.{name} must be one of {', '.join(allowed)}, got {value!r}")
 
     @property
     def resolved_strategy(self) -> Literal["ddp", "deepspeed"]:
