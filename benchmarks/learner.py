@@ -48,6 +48,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sgs.machinery.learner import TorchUpdate, TrainExample, TrainSettings, make_optimizer, plan_steps, run_steps, train
 from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
+from sgs.machinery.runtime import own_cluster_runtime_env
 from sgs.method.registry import objective
 from shapes import build_7b
 
@@ -173,7 +174,8 @@ def main() -> None:
         use_gpu=gpu,
     )
 
-    ray.init(logging_level=logging.WARNING, **({} if gpu else {"num_cpus": workers}))
+    ray.init(address="local", logging_level=logging.WARNING, runtime_env=own_cluster_runtime_env(),
+             **({} if gpu else {"num_cpus": workers}))
     work = Path(tempfile.mkdtemp(prefix="bench-learner-"))
     try:
         checkpoint = build_checkpoint(args.shape, work, args.layers)

@@ -95,13 +95,14 @@ def ray_session():
     placement group under its workers (CI of 2026-11-27)."""
     import ray
 
+    from sgs.machinery.runtime import own_cluster_runtime_env
     from tests.local_ray_cluster import free_port
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     started = False
     if not ray.is_initialized():
-        ray.init(num_cpus=4, include_dashboard=False, dashboard_port=free_port(), log_to_driver=False,
-                 logging_level="WARNING")
+        ray.init(address="local", num_cpus=4, include_dashboard=False, dashboard_port=free_port(),
+                 log_to_driver=False, logging_level="WARNING", runtime_env=own_cluster_runtime_env())
         started = True
     yield ray
     if started:

@@ -49,6 +49,7 @@ from sgs.machinery.learner import (
 )
 from sgs.machinery.learner.driver import fit_interruptibly, lost_workers
 from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
+from sgs.machinery.runtime import own_cluster_runtime_env
 from sgs.method.registry import OBJECTIVES, Objective, objective, register
 
 TINY = TinyModelSettings(
@@ -79,7 +80,7 @@ def ray_cluster():
     if ray.is_initialized():
         yield
         return
-    ray.init(num_cpus=4, logging_level=logging.WARNING)
+    ray.init(address="local", num_cpus=4, logging_level=logging.WARNING, runtime_env=own_cluster_runtime_env())
     yield
     ray.shutdown()
 
