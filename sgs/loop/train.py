@@ -16,7 +16,7 @@ from dataclasses import asdict
 from lean_env.verdict import Status
 from sgs.loop.context import RunContext
 from sgs.loop.weights import TRAIN_METRICS_FILE
-from sgs.machinery.learner import TrainExample, TrainJob, train_models
+from sgs.machinery.learner import TrainExample, TrainJob
 from sgs.machinery.runtime import train_settings
 from sgs.method import objectives
 from sgs.method.registry import CONJECTURER_OBJECTIVE, Objective, ReplaySelection, objective
@@ -125,13 +125,13 @@ def checked_prompt(prompt: str, completion: Completion) -> str:
 
 
 def learn(ctx: RunContext, iteration: int, jobs: dict[str, tuple[list[TrainExample], str]]) -> None:
-    """One learner run training each role of ``jobs`` (its examples and objective) from its
-    current weights; the roles' engines then serve the results."""
+    """One learner run (``ctx.rt.learner``) training each role of ``jobs`` (its examples and
+    objective) from its current weights; the roles' engines then serve the results."""
     if not jobs:
         return
     settings = train_settings(ctx.cfg)
     targets = {role: ctx.weights.transfer_target(role, iteration + 1) for role in jobs}
-    results = train_models([
+    results = ctx.rt.learner([
         TrainJob(examples, base_checkpoint=ctx.weights.current[role].path, objective=objective,
                  output_dir=str(ctx.store.checkpoint_dir(role, iteration)),
                  seed=ctx.seed(iteration, f"train_{role}"), probe=ctx.weights.probe_sequence,

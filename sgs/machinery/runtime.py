@@ -21,7 +21,7 @@ import json
 import logging
 import math
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from sgs.config import (
     weight_transfer_backend,
 )
 from sgs.machinery.engines import EngineGroup, EngineGroupSettings, SamplingSettings, shares_gpu
-from sgs.machinery.learner import TrainSettings
+from sgs.machinery.learner import Learner, TrainSettings, train_models
 from sgs.machinery.models import ModelPaths, resolve_model_paths
 from sgs.machinery.placement import PlacementRecord
 from sgs.machinery.prompts import Prompter
@@ -321,12 +321,15 @@ def backend_spec(prover: ProverConfig) -> BackendSpec:
 @dataclass
 class Runtime:
     """The actors one run drives: an engine group per active role, and the
-    verifier pool; and the run directory's record of where they run."""
+    verifier pool; the run directory's record of where they run; and the
+    learner that trains the roles (a Ray Train run per training phase)."""
 
     engines: dict[str, EngineGroup]
     pool: VerifierPool
     prompter: Prompter
     placement: PlacementRecord
+    learner: Learner = field(default=train_models)
+    """What the training phase calls with its jobs (:func:`train_models`)."""
 
     def shutdown(self) -> None:
         for group in self.engines.values():

@@ -31,7 +31,7 @@ must have as many workers: one ZeRO-2 shard per rank).
 The names other modules use are exported here.
 """
 
-from sgs.machinery.learner.driver import TrainJob, train, train_models
+from sgs.machinery.learner.driver import Learner, TrainJob, train, train_models
 from sgs.machinery.learner.plan import PlannedSequence, WorkerStep, plan_steps, truncate, validate_examples
 from sgs.machinery.learner.settings import (
     DEEPSPEED_DIR,
@@ -49,7 +49,7 @@ from sgs.machinery.learner.strategy import DeepSpeedUpdate, TorchUpdate, make_op
 
 __all__ = [
     "DEEPSPEED_DIR", "DEEPSPEED_TAG", "OPTIMIZER_FILE", "PROBE_FILE", "STAGING_DIR",
-    "DeepSpeedUpdate", "PlannedSequence", "TorchUpdate", "TrainExample", "TrainJob", "TrainMetrics",
+    "DeepSpeedUpdate", "Learner", "PlannedSequence", "TorchUpdate", "TrainExample", "TrainJob", "TrainMetrics",
     "TrainResult", "TrainSettings", "WorkerStep", "make_optimizer", "micro_batch_loss", "plan_steps",
     "probe_logprobs", "run_steps", "train", "train_models", "truncate", "validate_examples",
 ]

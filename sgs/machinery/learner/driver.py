@@ -18,7 +18,7 @@ import shutil
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import ray
 import ray.train
@@ -66,6 +66,16 @@ class TrainJob:
     seed: int
     probe: tuple[list[int], list[int]] | None = None
     weight_target: WeightTarget | None = None
+
+
+class Learner(Protocol):
+    """What trains the roles' weights, as the loop's training phase calls it:
+    :func:`train_models` (one Ray Train run), or a test double that records
+    the jobs it was given (``tests/doubles.py``)."""
+
+    def __call__(self, jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name: str) -> list[TrainResult]:
+        """Train each job's model from its base checkpoint into its
+        ``output_dir``; the results in the jobs' order."""
 
 
 def train(
