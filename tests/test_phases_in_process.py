@@ -1,165 +1,49 @@
 """The prove and review phases run in process, in well under a second, on
-test doubles of the two actor pools: ``TableEngines`` stands for an
-:class:`~sgs.machinery.engines.EngineGroup` (it answers each prompt from a
-function of the prompt and the sample index) and ``TableVerifier`` for a
-:class:`~lean_env.pool.VerifierPool` (a proof is valid when a function of it
-says so).  Everything between them is the real code: the phase, the run
-context's sample caches, :mod:`sgs.machinery.streaming`, the store.
+test doubles (``tests/doubles.py``) of the two actor pools: ``TableEngines``
+stands for an :class:`~sgs.machinery.engines.EngineGroup` (it answers each
+prompt from a function of the prompt and the sample index) and
+``TableVerifier`` for a :class:`~lean_env.pool.VerifierPool` (a proof is
+valid when a function of it says so).  Everything between them is the real
+code: the phase, the run context's sample caches,
+:mod:`sgs.machinery.streaming`, the store.
 
 The end-to-end runs (``tests/test_loop.py``) check the same phases against
 real Ray actors and Rocq in minutes; these check the phases' bookkeeping
 (every attempt once, rewards, early Guide reviews, resume after a killed
-driver) in milliseconds.
+driver) in milliseconds.  The conjecture and training phases are
+``tests/test_conjecture_and_train_in_process.py``'s, the whole loop
+``tests/test_loop_in_process.py``'s.
 """
 
 from __future__ import annotations
 
-import copy
-import functools
-from types import SimpleNamespace
-
 import pytest
-from omegaconf import OmegaConf
 
 from lean_env.streaming_pool import StreamingPool
-from lean_env.verdict import ProofTask, Status, Verdict
-from sgs.config import CONFIG_DIR, CONFIG_NAME, MethodConfig, SGSConfig
-from sgs.loop.context import RunContext, to_completion
+from sgs.config import MethodConfig
+from sgs.loop.context import to_completion
 from sgs.loop.prove import prove
 from sgs.loop.review import review
-from sgs.machinery.engines import Sample, SamplingSettings
-from sgs.machinery.engines.group import EngineGroupStats
+from sgs.machinery.engines import SamplingSettings
 from sgs.state.records import Attempt, Conjecture, Target
 from sgs.state.store import Store
+from tests.doubles import Killed, TableEngines, TableVerifier, table_context
 
 HEADER = "Require Import Arith."
 TARGETS = [Target(id=f"t{i}", header=HEADER, statement=f"Theorem t{i} : {i} + 0 = {i}.") for i in range(6)]
 K = 4
 
 
-class Killed(Exception):
-    """The driver dies (in the test: raised by ``TableEngines`` after some chunks)."""
-
-
-class TableEngines:
-    """Test double of an engine group: one chunk per prompt, handed back one
-    per poll in order; sample ``j`` of a prompt is ``write(prompt, j)``.
-    With ``die_after``, the poll after that many chunks raises
-    :class:`Killed`."""
-
-    def __init__(self, write, die_after: int | None = None):
-        self.write = write
-        self.die_after = die_after
-        self.actors = [object()]
-        self.stats = EngineGroupStats()
-        self.samples_drawn = 0
-        self._chunks: dict[int, list[list[Sample]]] = {}
-        self._next = 0
-        self._returned = 0
-
-    def submit(self, prompts: list[str], settings: SamplingSettings, chunk_size: int = 1):
-        queued = []
-        for index, prompt in enumerate(prompts):
-            self._chunks[self._next] = [[self._sample(prompt, j, settings) for j in range(settings.n)]]
-            queued.append((self._next, [index]))
-            self._next += 1
-        return queued
-
-    def poll(self, timeout: float = 0.0):
-        if self.die_after is not None and self._returned >= self.die_after:
-            raise Killed()
-        if not self._chunks:
-            return []
-        key = min(self._chunks)
-        self._returned += 1
-        chunk = self._chunks.pop(key)
-        self.samples_drawn += sum(len(samples) for samples in chunk)
-        return [(key, chunk)]
-
-    def waitables(self) -> list:
-        return []
-
-    @property
-    def outstanding(self) -> int:
-        return len(self._chunks)
-
-    def _sample(self, prompt: str, index: int, settings: SamplingSettings) -> Sample:
-        text = self.write(prompt, index)
-        tokens = [ord(c) % 97 + 3 for c in text][: settings.max_tokens]
-        return Sample(text=text, token_ids=tokens, logprobs=[-0.5] * len(tokens), prompt_token_ids=[1, 2, 3],
-                      finish_reason="stop", policy_version=0, entropy=0.7)
-
-
-class TableVerifier:
-    """Test double of the verifier pool: answers every check at once, valid
-    when ``valid(task)``."""
-
-    def __init__(self, valid):
-        self.valid = valid
-        self.checked: list[ProofTask] = []
-        self.stats = SimpleNamespace(workers_restarted=0, requeued=0)
-        self._answers: list[tuple[ProofTask, Verdict]] = []
-
-    def submit(self, task: ProofTask) -> None:
-        self.checked.append(task)
-        status = Status.VALID if self.valid(task) else Status.INVALID
-        self._answers.append((task, Verdict(status, "ok" if status is Status.VALID else "prover_error")))
-
-    def poll(self, timeout: float = 0.0):
-        answers, self._answers = self._answers, []
-        return answers
-
-    def waitables(self) -> list:
-        return []
-
-    @property
-    def outstanding(self) -> int:
-        return len(self._answers)
-
-
-class TablePrompter:
-    """Test double of :class:`sgs.machinery.prompts.Prompter`: plain prompts, one token per character."""
-
-    def solver(self, header: str, statement: str) -> str:
-        return f"prove: {statement}"
-
-    def guide(self, target: Target, conjecture: str) -> str:
-        return f"review: {conjecture} for {target.statement}"
-
-    def token_ids(self, prompt: str) -> list[int]:
-        return [ord(c) % 97 + 3 for c in prompt]
-
-
-def proof_for(prompt: str, index: int) -> str:
+def proof_for(prompt: str, index: int, version: int = 0) -> str:
     """The Solver: even-numbered targets and conjectures get a proof that the
     verifier accepts on samples 0 and 1; everything else a wrong one."""
     good = index < 2 and any(f"t{i} " in prompt or f"c{i} " in prompt for i in (0, 2, 4))
     return f"```coq\nProof.\n  {'reflexivity' if good else 'idtac'}.\nQed.\n```"
 
 
-def review_for(prompt: str, index: int) -> str:
+def review_for(prompt: str, index: int, version: int = 0) -> str:
+    """The Guide: the same review of everything (in no format it was asked for)."""
     return "relevance: 4\ncleanliness: 5"
-
-
-@functools.cache
-def default_config() -> SGSConfig:
-    """``python -m sgs``'s own default config (Rocq, laptop scale)."""
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        return OmegaConf.to_object(compose(config_name=CONFIG_NAME))
-
-
-def make_context(store: Store, method: MethodConfig, engines: dict, pool: TableVerifier) -> RunContext:
-    cfg = copy.deepcopy(default_config())
-    cfg.method = method
-    cfg.sampling.share_start_samples = False  # the shared start cache lives outside the run directory
-    cfg.logging.progress_bars = False
-    runtime = SimpleNamespace(engines=engines, pool=pool, prompter=TablePrompter())
-    versions = {role: SimpleNamespace(version=0, path="base") for role in ("solver", "conjecturer", "guide")}
-    monitor = SimpleNamespace(sampled=lambda *args: None, verified=lambda *args: None)
-    return RunContext(cfg, store, runtime, SimpleNamespace(current=versions), monitor, run_name="fast",
-                      benchmark=None)
 
 
 def open_store(tmp_path) -> Store:
@@ -178,7 +62,7 @@ def test_the_test_doubles_are_streaming_pools():
 def test_every_target_gets_k_attempts_with_their_verdicts_and_rewards(tmp_path):
     with open_store(tmp_path) as store:
         engines, pool = TableEngines(proof_for), TableVerifier(lambda task: "reflexivity" in task.proof)
-        stats = prove(make_context(store, solver_only(), {"solver": engines}, pool), 0,
+        stats = prove(table_context(store, solver_only(), {"solver": engines}, pool), 0,
                       store.begin_phase(0, "prove"))
         store.mark_done(0, "prove")
         found = store.attempts(0)
@@ -193,9 +77,9 @@ def test_every_target_gets_k_attempts_with_their_verdicts_and_rewards(tmp_path):
 
 def test_a_sample_without_a_proof_is_stored_unchecked_with_no_reward(tmp_path):
     with open_store(tmp_path) as store:
-        engines = TableEngines(lambda prompt, j: "I give up" if j == 0 else proof_for(prompt, j))
+        engines = TableEngines(lambda prompt, j, version: "I give up" if j == 0 else proof_for(prompt, j))
         pool = TableVerifier(lambda task: True)
-        prove(make_context(store, solver_only(), {"solver": engines}, pool), 0, store.begin_phase(0, "prove"))
+        prove(table_context(store, solver_only(), {"solver": engines}, pool), 0, store.begin_phase(0, "prove"))
         store.mark_done(0, "prove")
         found = {a.id: a for a in store.attempts(0)}
     first = found["target/t0/a0"]
@@ -209,14 +93,14 @@ def test_a_killed_prove_phase_resumes_without_redoing_or_losing_an_attempt(tmp_p
         killed = TableEngines(proof_for, die_after=chunks_before_the_kill)
         pool = TableVerifier(lambda task: "reflexivity" in task.proof)
         with pytest.raises(Killed):
-            prove(make_context(store, solver_only(), {"solver": killed}, pool), 0, store.begin_phase(0, "prove"))
+            prove(table_context(store, solver_only(), {"solver": killed}, pool), 0, store.begin_phase(0, "prove"))
     # A new driver on the same run directory: what was stored is kept, the rest is drawn once.
     with Store.open(tmp_path / "run", None, {"test": "phases in process"}) as store:
         log = store.begin_phase(0, "prove")
         stored = sum(isinstance(record, Attempt) for record in log.recovered)
         assert stored == chunks_before_the_kill * K
         again = TableEngines(proof_for)
-        prove(make_context(store, solver_only(), {"solver": again}, pool), 0, log)
+        prove(table_context(store, solver_only(), {"solver": again}, pool), 0, log)
         store.mark_done(0, "prove")
         found = store.attempts(0)
     assert sorted(a.id for a in found) == sorted(f"target/{t.id}/a{j}" for t in TARGETS for j in range(K))
@@ -231,7 +115,7 @@ def with_conjectures(store: Store, iteration: int) -> list[Conjecture]:
     for index in range(2 * len(TARGETS)):
         target = TARGETS[index // 2]
         statement = f"Theorem c{index} : {index} = {index}."
-        written = TableEngines(lambda prompt, j: f"```coq\n{statement}\nAdmitted.\n```")._sample(
+        written = TableEngines(lambda prompt, j, version: f"```coq\n{statement}\nAdmitted.\n```").sample(
             f"state {target.id}", 0, SamplingSettings(n=1, max_tokens=256))
         made.append(Conjecture(id=f"it{iteration}/{target.id}/c{index}", iteration=iteration, target_id=target.id,
                                completion=to_completion(f"state {target.id}", written), statement=statement,
@@ -250,7 +134,7 @@ def test_the_guide_reviews_during_the_prove_phase_and_the_review_phase_draws_not
         with_conjectures(store, 0)
         solver, guide = TableEngines(proof_for), TableEngines(review_for)
         pool = TableVerifier(lambda task: "reflexivity" in task.proof)
-        ctx = make_context(store, sgs_method(), {"solver": solver, "guide": guide}, pool)
+        ctx = table_context(store, sgs_method(), {"solver": solver, "guide": guide}, pool)
         proved = prove(ctx, 0, store.begin_phase(0, "prove"))
         store.mark_done(0, "prove")
         # Conjectures c0, c2 and c4 have solve rate 2/4 (they could earn a reward): reviewed early;
