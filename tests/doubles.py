@@ -112,6 +112,10 @@ class TableEngines:
     def outstanding(self) -> int:
         return len(self._chunks)
 
+    @property
+    def policy_version(self) -> int:
+        return self.version
+
     def load_weights(self, checkpoint_dir: str, policy_version: int) -> None:
         self.checkpoint, self.version = checkpoint_dir, policy_version
         self.loaded.append((checkpoint_dir, policy_version))

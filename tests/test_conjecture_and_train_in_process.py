@@ -203,8 +203,8 @@ def sgs_method(**changes) -> MethodConfig:
 
 
 def one_iteration(store: Store, method: MethodConfig, learner: TableLearner | None = None,
-                  phases=("conjecture", "prove", "review")) -> RunContext:
-    engines = {"conjecturer": TableEngines(one_conjecture), "solver": TableEngines(solver),
+                  phases=("conjecture", "prove", "review"), conjecturer=one_conjecture, solver=solver) -> RunContext:
+    engines = {"conjecturer": TableEngines(conjecturer), "solver": TableEngines(solver),
                "guide": TableEngines(guide)}
     ctx = table_context(store, method, engines, TableVerifier(lambda task: "ring" in task.proof), learner)
     for phase in phases:
@@ -292,6 +292,25 @@ def test_cispo_trains_on_whole_groups_with_their_advantages_and_the_samplers_log
             attempt = attempts[example.group_id, tuple(example.completion_ids)]
             assert example.old_logprobs == attempt.completion.logprobs
             assert (example.weight > 0) == attempt.verdict.valid
+
+
+def test_a_conjecturer_batch_that_earned_no_reward_is_not_trained(tmp_path):
+    """No conjecture is ever proved, so none is kept: under the paper's
+    normalisation every attempted one joins the batch at weight 0, which
+    teaches nothing; the learner trains the Solver alone."""
+    learner = TableLearner()
+    with open_store(tmp_path) as store:
+        ctx = one_iteration(
+            store, sgs_method(reward_normalisation="paper"), learner, ("conjecture", "prove", "review", "train"),
+            conjecturer=lambda prompt, j, v: f"```coq\nTheorem c : {target_index(prompt)} * 0 = 0.\nAdmitted.\n```",
+            solver=lambda prompt, j, v: "```coq\nProof. ring. Qed.\n```" if j == 0 and "Theorem t1 " in prompt
+            else "```coq\nProof. idtac. Qed.\n```")
+        scores = store.conjecture_scores(0).values()
+        assert len(scores) == len(TARGETS) and not any(s.kept or s.weight for s in scores)
+        assert store.checkpoint_iterations("conjecturer") == [] and store.checkpoint_iterations("solver") == [0]
+    [[job]] = learner.calls
+    assert job.objective == "reinforce_half" and [e.group_id for e in job.examples] == ["t1"]
+    assert ctx.rt.engines["conjecturer"].loaded == [] and ctx.weights.current["conjecturer"].version == 0
 
 
 def test_parallel_sampling_starts_no_learner_and_keeps_the_engines_weights(tmp_path):

@@ -14,6 +14,7 @@ command line, wandb and the report) is theirs.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from sgs.loop.iteration import Loop
 from sgs.loop.phases import PHASES
 from sgs.loop.weights import current_weights
 from sgs.machinery.runtime import Checkpoint
+from sgs.state.benchmarks import Benchmark
 from sgs.state.records import Target
 from sgs.state.store import Store
 from tests.doubles import Killed, TableEngines, TableLearner, TableVerifier, default_config, table_runtime
@@ -38,6 +40,9 @@ K = 4
 TARGET_PROOFS = {0: (4, 4), 1: (2, 2), 2: (0, 1), 3: (0, 0)}
 #: The solve rate of target i's conjecture (the Solver proves ``i * n = n * i`` on its first n samples).
 CONJECTURE_PROOFS = [1, 2, 3, 1]
+#: Evaluated every second iteration; the Solver proves it on its first sample.
+BENCHMARK = Benchmark(name="bench", language="rocq", source="bench.jsonl", problems=(
+    Target(id="b1", header=HEADER, statement="Theorem b1 : forall n : nat, n * 1 = n."),))
 STORE_CONFIG = {"test": "loop in process"}
 
 
@@ -53,10 +58,11 @@ def solver(prompt: str, index: int, version: int) -> str:
 
 
 def conjecturer(prompt: str, index: int, version: int) -> str:
-    """Target i's Conjecturer double: ``i * n = n * i`` (n from :data:`CONJECTURE_PROOFS`), then an ill-typed claim."""
+    """Target i's Conjecturer double: ``i * n = n * i`` (n from :data:`CONJECTURE_PROOFS`), then an
+    ill-typed claim, then the benchmark's problem renamed."""
     i = int(re.search(r"Theorem t(\d) ", prompt).group(1))
     n = CONJECTURE_PROOFS[i]
-    claim = f"{i} * {n} = {n} * {i}" if index == 0 else f"{i} + true = {i}"
+    claim = [f"{i} * {n} = {n} * {i}", f"{i} + true = {i}", "forall m : nat, m * 1 = m"][index]
     return f"```coq\nTheorem mine : {claim}.\nAdmitted.\n```"
 
 
@@ -70,7 +76,8 @@ def guide(prompt: str, index: int, version: int) -> str:
 def loop_config() -> SGSConfig:
     cfg = default_config()
     cfg.iterations = 2
-    cfg.method = MethodConfig(num_solver_samples=K, conjectures_per_target=2)  # the standard method
+    cfg.method = MethodConfig(num_solver_samples=K, conjectures_per_target=3)  # the standard method
+    cfg.evaluation.every, cfg.evaluation.ks, cfg.evaluation.samples_per_problem = 2, [1, 2], 2
     return cfg
 
 
@@ -95,7 +102,7 @@ class Driver:
                                   elaborates=lambda task: "true" not in task.statement, lag=1)
         self.runtime = table_runtime(self.engines, self.pool, self.learner)
         self.metrics_sent: list[int] = []
-        self.loop = Loop(self.cfg, self.store, self.runtime, weights, run_name="in-process",
+        self.loop = Loop(self.cfg, self.store, self.runtime, weights, run_name="in-process", benchmark=BENCHMARK,
                          on_metrics=lambda metrics, tables, histograms: self.metrics_sent.append(metrics["iteration"]))
 
     def run(self, kill_before: tuple[int, str] | None = None) -> str | None:
@@ -158,17 +165,24 @@ def uninterrupted(tmp_path_factory):
 def test_two_iterations_run_every_phase_and_leave_a_complete_run_directory(tmp_path):
     """Two iterations of the standard method: every phase committed, records
     as the end-to-end runs' check demands, the Solver sampling iteration 1
-    with the weights iteration 0 trained, which prove target t2 at last."""
+    with the weights iteration 0 trained, which prove target t2 at last; the
+    benchmark kept out of the conjectures, and evaluated after iteration 1."""
     driver = Driver(tmp_path / "run")
     assert driver.run() == "all 2 iterations are done"
-    store = check_run(tmp_path / "run", iterations=2, conjectures_per_target=2)
+    store = check_run(tmp_path / "run", iterations=2, conjectures_per_target=3)
     try:
         metrics = store.metrics()
         assert [m["cumulative_solve_rate"] for m in metrics] == [0.5, 0.75]
         assert driver.metrics_sent == [0, 1]
         # Iteration 1's Conjecturer writes only for the targets still unsolved.
         assert {c.target_id for c in store.conjectures(1)} == {"t2", "t3"}
-        assert [c.extraction_error for c in store.conjectures(1)].count("elaboration_invalid") == 2
+        errors = [c.extraction_error for c in store.conjectures(1)]
+        assert errors.count("elaboration_invalid") == errors.count("matches_benchmark") == 2
+        assert [m["conjectures_matching_benchmark"] for m in metrics] == [4, 2]
+        # The benchmark, evaluated with the weights the Solver serves after iteration 1's update.
+        assert "eval/pass@1" not in metrics[0] and (metrics[1]["eval/pass@1"], metrics[1]["eval/pass@2"]) == (0.5, 1.0)
+        summary = json.loads((tmp_path / "run" / "evals" / "iter_0001" / "summary.json").read_text())
+        assert (summary["problems"], summary["n"], summary["policy_version"]) == (1, 2, 2)
         assert store.checkpoint_iterations("solver") == [0, 1] and store.best_checkpoint("solver") == 1
         solver_dirs = [str(store.checkpoint_dir("solver", it)) for it in range(2)]
         assert all(metrics[it]["train/solver/num_examples"] > 0 for it in range(2))
@@ -205,6 +219,13 @@ def test_a_driver_killed_between_phases_resumes_to_the_same_run(tmp_path, uninte
     assert outcome(tmp_path / "run", [first.learner, second.learner]) == expected
     assert {role: first.drawn()[role] + second.drawn()[role] for role in drawn} == drawn
     assert first.metrics_sent + second.metrics_sent == [0, 1]
+    # The lines the second driver wrote count its resume; the phases the first one ran have no timing there.
+    killed_in, phase = kill_before
+    with Store.open(tmp_path / "run", None, STORE_CONFIG) as store:
+        metrics = store.metrics()
+    assert [m["faults/driver_resumes"] for m in metrics] == [int(it >= killed_in) for it in range(2)]
+    timed = {key.split("/")[1] for key in metrics[killed_in] if key.startswith("phase_seconds/")}
+    assert timed == set(PHASES[PHASES.index(phase):]) - {"record"}  # a line is written before its phase ends
 
 
 #: Each driver dies in iteration 1: after the chunks iteration 0 returned plus a few (iteration 0 has
@@ -234,4 +255,4 @@ def test_a_driver_killed_mid_phase_resumes_to_the_same_run_drawing_nothing_twice
     expected, drawn = uninterrupted
     assert outcome(tmp_path / "run", [first.learner, second.learner]) == expected
     assert {role: first.drawn()[role] + second.drawn()[role] for role in drawn} == drawn
-    check_run(tmp_path / "run", iterations=2, conjectures_per_target=2).close()
+    check_run(tmp_path / "run", iterations=2, conjectures_per_target=3).close()
