@@ -291,6 +291,20 @@ def _default_config() -> SGSConfig:
         return OmegaConf.to_object(compose(config_name=CONFIG_NAME))
 
 
+@functools.cache
+def _experiment_method(name: str) -> MethodConfig:
+    from hydra import compose, initialize_config_dir
+
+    overrides = [f"+experiment={name}", "model=tiny", "prover=rocq", "resources=local_cpu", "scale=laptop"]
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return OmegaConf.to_object(compose(config_name=CONFIG_NAME, overrides=overrides)).method
+
+
+def experiment_method(name: str) -> MethodConfig:
+    """The method of ``python -m sgs +experiment=<name>`` (a fresh copy)."""
+    return copy.deepcopy(_experiment_method(name))
+
+
 def default_config() -> SGSConfig:
     """``python -m sgs``'s own default config (Rocq, laptop scale), a fresh
     copy, without what lives outside the run directory (the shared start

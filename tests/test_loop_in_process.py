@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from sgs.config import MethodConfig, SGSConfig
+from sgs.config import CONFIG_DIR, MethodConfig, SGSConfig
 from sgs.loop.iteration import Loop
 from sgs.loop.phases import PHASES
 from sgs.loop.weights import current_weights
@@ -28,7 +29,8 @@ from sgs.machinery.runtime import Checkpoint
 from sgs.state.benchmarks import Benchmark
 from sgs.state.records import Target
 from sgs.state.store import Store
-from tests.doubles import Killed, TableEngines, TableLearner, TableVerifier, default_config, table_runtime
+from tests.doubles import (
+    Killed, TableEngines, TableLearner, TableVerifier, default_config, experiment_method, table_runtime)
 from tests.test_loop import check_run
 
 HEADER = "Require Import Arith."
@@ -59,8 +61,9 @@ def solver(prompt: str, index: int, version: int) -> str:
 
 def conjecturer(prompt: str, index: int, version: int) -> str:
     """Target i's Conjecturer double: ``i * n = n * i`` (n from :data:`CONJECTURE_PROOFS`), then an
-    ill-typed claim, then the benchmark's problem renamed."""
-    i = int(re.search(r"Theorem t(\d) ", prompt).group(1))
+    ill-typed claim, then the benchmark's problem renamed; without a target, target 0's."""
+    target = re.search(r"Theorem t(\d) ", prompt)
+    i = 0 if target is None else int(target.group(1))
     n = CONJECTURE_PROOFS[i]
     claim = [f"{i} * {n} = {n} * {i}", f"{i} + true = {i}", "forall m : nat, m * 1 = m"][index]
     return f"```coq\nTheorem mine : {claim}.\nAdmitted.\n```"
@@ -88,8 +91,8 @@ class Driver:
     doubles that kill it (``solver=``/``conjecturer=``/``guide=``: chunks
     before the engines die; ``learner=``: the call that dies)."""
 
-    def __init__(self, run_dir: Path, **die: int):
-        self.cfg = loop_config()
+    def __init__(self, run_dir: Path, cfg: SGSConfig | None = None, **die: int):
+        self.cfg = cfg if cfg is not None else loop_config()
         self.store = Store.open(run_dir, TARGETS, STORE_CONFIG)
         weights = {role: current_weights(self.store, role, "base") for role in ("solver", "conjecturer")}
         weights["guide"] = Checkpoint("base", 0)
@@ -256,3 +259,49 @@ def test_a_driver_killed_mid_phase_resumes_to_the_same_run_drawing_nothing_twice
     assert outcome(tmp_path / "run", [first.learner, second.learner]) == expected
     assert {role: first.drawn()[role] + second.drawn()[role] for role in drawn} == drawn
     check_run(tmp_path / "run", iterations=2, conjectures_per_target=3).close()
+
+
+#: Every experiment of ``conf/experiment/``.
+EXPERIMENTS = sorted(path.stem for path in (CONFIG_DIR / "experiment").glob("[!_]*.yaml"))
+
+
+@pytest.fixture(params=EXPERIMENTS)
+def method(request) -> MethodConfig:
+    """An experiment's method, as ``+experiment=...`` composes it, with k = 4."""
+    return replace(experiment_method(request.param), num_solver_samples=K)
+
+
+def test_every_experiments_method_runs_two_iterations(tmp_path, method):
+    """Each experiment's method leaves a complete run directory, samples and
+    trains the roles its switches name, and no other."""
+    cfg = loop_config()
+    cfg.method = method
+    driver = Driver(tmp_path / "run", cfg)
+    assert driver.run() == "all 2 iterations are done"
+    replayed = method.solver_objective == "ei"  # check_run knows the objectives that select among rollouts
+    store = (Store.open(tmp_path / "run", None, STORE_CONFIG) if replayed else
+             check_run(tmp_path / "run", iterations=2, conjectures_per_target=method.conjectures_per_target,
+                       objective=method.solver_objective))
+    try:
+        trained = {role: [Path(job.output_dir).name for job in driver.learner.jobs(role)]
+                   for role in ("solver", "conjecturer")}
+        if replayed:
+            # Expert iteration trains on the stored proofs of the last iterations, the current one included.
+            for it in range(2):
+                proofs = [p for p in store.solved_registry.recent_proofs(it - method.ei_replay_iterations + 1)
+                          if p.iteration <= it and p.reward != 0.0]
+                [job] = [job for job in driver.learner.jobs("solver") if job.output_dir.endswith(f"iter_{it:04d}")]
+                tokens = {a.id: a.completion.token_ids for i in range(it + 1) for a in store.attempts(i)}
+                assert sorted(e.completion_ids for e in job.examples) == sorted(tokens[p.attempt_id] for p in proofs)
+            assert trained["solver"] == ["iter_0000", "iter_0001"]
+        prompts = set(driver.engines["conjecturer"].prompts)
+        scores = [s for it in range(2) for s in store.conjecture_scores(it).values()]
+    finally:
+        store.close()
+    assert bool(trained["solver"]) == (method.solver_objective != "none")
+    assert bool(trained["conjecturer"]) == method.train_conjecturer
+    assert bool(driver.drawn()["conjecturer"]) == (method.conjectures_per_target > 0)
+    assert bool(driver.drawn()["guide"]) == method.use_guide == any(s.guide_output is not None for s in scores)
+    if method.conjectures_per_target:
+        unconditioned = method.conjecturer_prompt == "unconditioned"
+        assert (prompts == {"conjecture"}) == unconditioned
