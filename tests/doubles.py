@@ -67,8 +67,9 @@ class TableEngines:
     """Test double of an engine group: one chunk per prompt, handed back one
     per poll in order; sample ``j`` of a prompt is ``write(prompt, j, version)``,
     ``version`` being the policy version of the weights it serves (set by
-    :meth:`load_weights`).  With ``die_after``, the poll after that many chunks
-    raises :class:`Killed`."""
+    :meth:`load_weights`, :meth:`adopt_weights` or :meth:`rebuild`, which it
+    records).  Asleep, it refuses to sample or take weights.  With
+    ``die_after``, the poll after that many chunks raises :class:`Killed`."""
 
     def __init__(self, write: Write, die_after: int | None = None, *, checkpoint: str = "base", version: int = 0):
         self.write = write
@@ -81,11 +82,18 @@ class TableEngines:
         """Every prompt submitted, in order (once per submit call)."""
         self.loaded: list[tuple[str, int]] = []
         """Every (checkpoint, version) :meth:`load_weights` gave it."""
+        self.adopted: list[tuple[str, int]] = []
+        """Every (checkpoint, version) it took as sent by the learner (:meth:`adopt_weights`)."""
+        self.rebuilt: list[tuple[str, int]] = []
+        """Every (checkpoint, version) it was started afresh on (:meth:`rebuild`)."""
+        self.asleep = False
         self._chunks: dict[int, list[list[Sample]]] = {}
         self._next = 0
         self._returned = 0
 
     def submit(self, prompts: list[str], settings: SamplingSettings, chunk_size: int = 1):
+        if self.asleep:
+            raise RuntimeError("an engine asked to sample while asleep")
         queued = []
         for index, prompt in enumerate(prompts):
             self.prompts.append(prompt)
@@ -117,8 +125,30 @@ class TableEngines:
         return self.version
 
     def load_weights(self, checkpoint_dir: str, policy_version: int) -> None:
+        if self.asleep:
+            raise RuntimeError("an engine asked to load weights while asleep")
         self.checkpoint, self.version = checkpoint_dir, policy_version
         self.loaded.append((checkpoint_dir, policy_version))
+
+    def weight_target(self, policy_version: int, backend: str, timeout_s: float) -> SimpleNamespace:
+        return SimpleNamespace(backend=backend, policy_version=policy_version, engines=self)
+
+    def adopt_weights(self, checkpoint_dir: str, policy_version: int) -> None:
+        if self.asleep:
+            raise RuntimeError("an engine asked to take weights while asleep")
+        self.checkpoint, self.version = checkpoint_dir, policy_version
+        self.adopted.append((checkpoint_dir, policy_version))
+
+    def rebuild(self, checkpoint_dir: str, policy_version: int) -> None:
+        self.checkpoint, self.version = checkpoint_dir, policy_version
+        self.rebuilt.append((checkpoint_dir, policy_version))
+        self.stats.actor_restarts += len(self.actors)
+
+    def sleep(self, level: int = 1) -> None:
+        self.asleep = True
+
+    def wake_up(self) -> None:
+        self.asleep = False
 
     def served_logprobs(self, prompt_ids: list[int], completion_ids: list[int]) -> list[list[float]]:
         """One actor's log-probs of the probe: those of the checkpoint it serves."""
@@ -201,11 +231,14 @@ class TableLearner:
     records every call's jobs, and for each job with examples writes a
     stand-in checkpoint into its ``output_dir`` and answers with the metrics a
     run on those examples would report; the probe's log-probs are those of
-    :func:`checkpoint_logprobs`.  With ``die_on_call=n``, its n-th call (from
-    1) raises :class:`Killed` after starting to write the first checkpoint."""
+    :func:`checkpoint_logprobs`.  A job with a ``weight_target`` has its
+    weights sent there, unless ``sending_fails``.  With ``die_on_call=n``,
+    its n-th call (from 1) raises :class:`Killed` after starting to write
+    the first checkpoint."""
 
-    def __init__(self, die_on_call: int | None = None):
+    def __init__(self, die_on_call: int | None = None, *, sending_fails: bool = False):
         self.die_on_call = die_on_call
+        self.sending_fails = sending_fails
         self.calls: list[list[TrainJob]] = []
         """Every call's jobs, in order."""
         self.finished: list[list[TrainJob]] = []
@@ -227,9 +260,14 @@ class TableLearner:
                 raise Killed()
             (output / "model.safetensors").write_text(f"trained from {job.base_checkpoint}")
             probe = None if job.probe is None else checkpoint_logprobs(str(output), len(job.probe[1]))
+            sent = job.weight_target is not None and not self.sending_fails
+            if sent:
+                job.weight_target.engines.checkpoint = str(output)  # what arrives: the trained weights
             results.append(TrainResult(
                 checkpoint_dir=str(output), probe_logprobs=probe, placement=[{"rank": 0, "device": "table"}],
-                metrics=metrics(len(job.examples), sum(len(e.completion_ids) for e in job.examples))))
+                metrics=metrics(len(job.examples), sum(len(e.completion_ids) for e in job.examples)),
+                weights_sent=sent, weight_transfer_seconds=0.01 if sent else 0.0,
+                weight_transfer_error="the double refused" if job.weight_target is not None and not sent else None))
         self.finished.append(list(jobs))
         return results
 

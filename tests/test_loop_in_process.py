@@ -24,7 +24,7 @@ import pytest
 from sgs.config import CONFIG_DIR, MethodConfig, SGSConfig
 from sgs.loop.iteration import Loop
 from sgs.loop.phases import PHASES
-from sgs.loop.weights import current_weights
+from sgs.loop.weights import TRAIN_METRICS_FILE, current_weights
 from sgs.machinery.runtime import Checkpoint
 from sgs.state.benchmarks import Benchmark
 from sgs.state.records import Target
@@ -305,3 +305,45 @@ def test_every_experiments_method_runs_two_iterations(tmp_path, method):
     if method.conjectures_per_target:
         unconditioned = method.conjecturer_prompt == "unconditioned"
         assert (prompts == {"conjecture"}) == unconditioned
+
+
+#: How trained weights reach the engines: (``resources`` changes, whether the learner's sending fails).
+WEIGHT_PATHS = {
+    "checkpoint reloaded": ({}, False),
+    "engines asleep while training": ({"sleep_engines_during_training": True}, False),
+    "sent by the learner": ({"weight_transfer": "direct"}, False),
+    "sending failed": ({"weight_transfer": "direct"}, True),
+    "asleep, so not sent": ({"weight_transfer": "direct", "sleep_engines_during_training": True}, False),
+}
+
+
+@pytest.mark.parametrize("path", WEIGHT_PATHS)
+def test_trained_weights_reach_the_engines_as_the_resources_say(tmp_path, path):
+    """Each checkpoint reaches the engines before they sample again: reloaded
+    at once, or when they wake after the training phase (engines never
+    sample asleep), or sent by the learner (fresh engines when that failed;
+    nothing is sent to sleeping engines); the probe then agrees with the
+    learner (``check_run``)."""
+    changes, sending_fails = WEIGHT_PATHS[path]
+    cfg = loop_config()
+    for key, value in changes.items():
+        setattr(cfg.resources, key, value)
+    driver = Driver(tmp_path / "run", cfg)
+    driver.learner.sending_fails = sending_fails
+    assert driver.run() == "all 2 iterations are done"
+    solver = driver.engines["solver"]
+    checkpoints = [(str(tmp_path / "run" / "checkpoints" / "solver" / f"iter_{it:04d}"), it + 1) for it in range(2)]
+    sent = "weight_transfer" in changes and "sleep_engines_during_training" not in changes
+    how = "rebuilt" if sent and sending_fails else "adopted" if sent else "loaded"
+    assert {"loaded": solver.loaded, "adopted": solver.adopted, "rebuilt": solver.rebuilt} == {
+        kind: checkpoints if kind == how else [] for kind in ("loaded", "adopted", "rebuilt")}
+    asleep = [(event, it, phase) for it in range(2) for event, phase in (("sleep", "train"), ("wake", "record"))]
+    assert driver.runtime.placement.engine_events == (asleep if "sleep_engines_during_training" in changes else [])
+    with Store.open(tmp_path / "run", None, STORE_CONFIG) as store:
+        restarts = store.metrics()[-1]["faults/engine_restarts/solver"]
+        versions = [{a.completion.policy_version for a in store.attempts(it)} for it in range(2)]
+        numbers = [json.loads((store.checkpoint_dir("solver", it) / TRAIN_METRICS_FILE).read_text())
+                   for it in range(2)]
+    assert versions == [{0}, {1}] and [n["probe_logprob_gap_mean"] for n in numbers] == [0.0, 0.0]
+    assert [n["weights_sent_directly"] for n in numbers] == [float(how == "adopted")] * 2
+    assert restarts == (2 if how == "rebuilt" else 0)  # the engines started afresh count as restarts
