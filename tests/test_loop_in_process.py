@@ -207,7 +207,8 @@ def test_a_finished_run_resumed_does_nothing(tmp_path):
     assert again.drawn() == {"solver": 0, "conjecturer": 0, "guide": 0} and again.learner.calls == []
 
 
-@pytest.mark.parametrize("kill_before", [(0, phase) for phase in PHASES[1:]] + [(1, phase) for phase in PHASES])
+@pytest.mark.parametrize("kill_before", [(0, phase) for phase in PHASES[1:]] + [(1, phase) for phase in PHASES],
+                         ids=lambda point: f"before-{point[1]}-{point[0]}")
 def test_a_driver_killed_between_phases_resumes_to_the_same_run(tmp_path, uninterrupted, kill_before):
     """Killed as a phase starts: the next driver runs the phases left, on the
     weights the finished training phases made, and the run ends as an
