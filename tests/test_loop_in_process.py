@@ -348,3 +348,26 @@ def test_trained_weights_reach_the_engines_as_the_resources_say(tmp_path, path):
     assert versions == [{0}, {1}] and [n["probe_logprob_gap_mean"] for n in numbers] == [0.0, 0.0]
     assert [n["weights_sent_directly"] for n in numbers] == [float(how == "adopted")] * 2
     assert restarts == (2 if how == "rebuilt" else 0)  # the engines started afresh count as restarts
+
+
+def test_runs_with_one_seed_share_the_base_weights_samples_of_the_targets(tmp_path, monkeypatch):
+    """``sampling.share_start_samples``: a second run with the same seed and
+    base weights (another experiment, as in a sweep) takes iteration 0's
+    Solver samples of the targets from the shared start cache, and draws
+    only what is its own: its conjectures' attempts, and every later iteration."""
+    monkeypatch.setenv("SGS_CACHE_DIR", str(tmp_path / "cache"))
+    runs = []
+    for name, use_guide in (("first", True), ("second", False)):  # standard, then no_guide
+        cfg = loop_config()
+        cfg.sampling.share_start_samples = True
+        cfg.method.use_guide = use_guide
+        runs.append(Driver(tmp_path / name, cfg))
+        assert runs[-1].run() == "all 2 iterations are done"
+    first, second = runs
+    assert second.drawn()["solver"] == first.drawn()["solver"] - (len(TARGETS) - 1) * K
+    starts = []
+    for name in ("first", "second"):
+        with Store.open(tmp_path / name, None, STORE_CONFIG) as store:
+            starts.append([a.to_json() for a in sorted(store.attempts(0), key=lambda a: a.id)
+                           if a.problem_kind == "target"])
+    assert starts[0] and starts[0] == starts[1]
