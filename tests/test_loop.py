@@ -621,8 +621,10 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
         {"id": "b1", "header": HEADER, "statement": "Theorem b1 : forall k : nat, k * 1 = k."},
         {"id": "b2", "header": HEADER, "statement": "Theorem b2 : 3 + 4 = 7."},
     ])
-    # Four conjectures per target, so duplicates and rejections surely occur.
-    command = [sys.executable, "-m", "sgs", "+experiment=standard", *warm_run, "method.conjectures_per_target=4",
+    # One conjecture per target: what screening makes of varied conjectures (duplicates,
+    # ill-typed claims, benchmark statements) is tested deterministically in process
+    # (tests/test_conjecture_and_train_in_process.py); here the real processes matter.
+    command = [sys.executable, "-m", "sgs", "+experiment=standard", *warm_run, "method.conjectures_per_target=1",
                "iterations=2", f"run_dir={run_dir}", f"evaluation.benchmark={benchmark}", "evaluation.every=2",
                "evaluation.ks=[1,2]", "evaluation.samples_per_problem=2",
                # every valid proof gets the second opinion (coqc + coqchk in a fresh sandbox)
@@ -657,15 +659,11 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
         if cached > stored:
             assert f"iteration 1 prove: reused {cached - stored} cached samples" in output
 
-    store = check_run(run_dir, iterations=2, conjectures_per_target=4)
+    store = check_run(run_dir, iterations=2, conjectures_per_target=1)
     try:
         assert store.checkpoint_iterations("solver")  # the warm Solver proves something: training happened
         rejected = {c.extraction_error for i in range(2) for c in store.conjectures(i)} - {None}
-        # The warm Conjecturer repeats itself and states ill-typed claims.
-        assert {DUPLICATE_CONJECTURE, "elaboration_invalid"} <= rejected
         metrics = store.metrics()
-        assert sum(m["conjectures_matching_benchmark"] for m in metrics) > 0
-        assert MATCHES_BENCHMARK in rejected
         assert "eval/pass@1" not in metrics[0] and 0.0 <= metrics[1]["eval/pass@2"] <= 1.0
         summary = json.loads((run_dir / "evals" / "iter_0001" / "summary.json").read_text())
         assert summary["problems"] == 2 and summary["n"] == 2
@@ -727,6 +725,7 @@ def test_solver_only_experiment_on_vllm_engines_that_take_weights_directly(tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.full  # in process in CI: tests/test_loop_in_process.py runs every experiment
 def test_a_cispo_run_trains_the_solver_on_whole_groups_with_the_samplers_logprobs(tmp_path, warm_run):
     """CISPO end to end: its entry asks for the sampler's log-probs and whole groups, and
     the Solver trains exactly when its selection holds something."""
@@ -738,6 +737,7 @@ def test_a_cispo_run_trains_the_solver_on_whole_groups_with_the_samplers_logprob
 
 
 @pytest.mark.slow
+@pytest.mark.full  # in process in CI: tests/test_loop_in_process.py runs every experiment
 def test_an_expert_iteration_run_trains_the_solver_on_the_stored_proofs_it_replays(tmp_path, warm_run):
     """Expert iteration end to end: its entry replays the stored proofs of the last
     method.ei_replay_iterations iterations (the current one included)."""
