@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO
+
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import figures  # noqa: E402

@@ -7,13 +7,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from lean_env.cli import build_spec, parse_line
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO
 
 
 @pytest.mark.parametrize("line, problem", [

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_binary
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 HEADER = "Require Import Arith Lia."
 ROWS = [
     {"id": "ok", "header": HEADER, "statement": "Theorem ok : forall n, n + 1 = S n.", "proof": "Proof. lia. Qed."},

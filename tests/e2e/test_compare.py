@@ -16,9 +16,8 @@ from sgs.analysis.compare import CompareError, baseline_followup, compare, follo
 from sgs.analysis.report import read_run
 from sgs.analysis.scaling import scaling_curve
 from sgs.state.store import Store
-from tests.test_report import TARGETS, _attempt, _conjecture, _metrics, _phase, _score
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO
+from tests.unit.sgs.analysis.test_report import TARGETS, _attempt, _conjecture, _metrics, _phase, _score
 
 
 def metrics_run(run_dir: Path, experiment: str, seed: int, rates, generations) -> Path:

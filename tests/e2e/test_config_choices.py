@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
 import yaml
@@ -20,8 +19,8 @@ from omegaconf.errors import ValidationError
 from sgs import config as C
 from sgs.state.records import Target
 from sgs.state.store import Store, StoreError
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 #: Every choice field of the config, with its allowed values.
 CHOICES = {

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.lean.lean_support import needs_fixtures, replay_command, requests, split_at_by
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 
 ROCQ_HEADER = "Require Import Arith Lia."

@@ -36,8 +36,8 @@ from sgs.machinery.models import build_tiny_model
 from sgs.state.records import Target
 from sgs.machinery.prompts import Prompter
 from sgs.state.targets import load_targets
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 LEAN_HEADER = "import Mathlib\nimport Aesop\n\nopen BigOperators Real Nat Topology Rat\n\n"
 #: A tiny model small enough to load in a second (head_dim 32).
 SMALL = TinyModelSettings(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=1,

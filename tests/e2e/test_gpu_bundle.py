@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO
+
 sys.path.insert(0, str(REPO / "tools"))
 
 import gpu_bundle  # noqa: E402

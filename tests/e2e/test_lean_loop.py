@@ -32,9 +32,9 @@ from lean_env.lean.checks import normalize_body, theorem_name
 from tests.hub_support import D3K_FILE, D3K_REPO, d3k_rows, hub_cache
 from tests.lean.standin_statement import parse_declaration
 from tests.lean.standin_tactics import Goal, run_tactic
-from tests.lean.test_lean_standin import standin_command
+from tests.paths import REPO
+from tests.unit.lean_env.test_lean_standin import standin_command
 
-REPO = Path(__file__).resolve().parents[1]
 
 #: D3k targets, in file order: the first six the stand-in's rule proves with
 #: one of the Solver's usual tactics (so that some proofs pass and axioms get

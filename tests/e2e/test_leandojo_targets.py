@@ -25,9 +25,10 @@ from sgs.config import TargetsConfig
 from sgs.state.leandojo import (LeanSourceFile, LeanTarget, Skipped, collect, convert, convert_benchmark,
                                 traced_theorem_source)
 from sgs.state.targets import TargetError, read_targets
+from tests.paths import DATA as TEST_DATA
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO / "tests" / "data" / "leandojo"
+DATA = TEST_DATA / "leandojo"
 CHECKOUT = DATA / "demo"
 BENCHMARK = DATA / "benchmark4_demo.json"
 TOOL = REPO / "tools" / "trace_targets.py"

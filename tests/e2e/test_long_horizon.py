@@ -14,8 +14,8 @@ import pytest
 
 from sgs.loop.phases import PHASES
 from sgs.state.store import Store
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ("standard", "reinforce_half_solver_only")
 #: The overrides ``make long-horizon`` gives every job (besides experiment, seed and run_dir).
 SWEEP = ["model=tiny", "prover=rocq", "resources=local_cpu", "scale=laptop", "logging.progress_bars=false",

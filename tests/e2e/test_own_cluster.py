@@ -11,15 +11,14 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import ray.cloudpickle
 
 from sgs.machinery.runtime import own_cluster_runtime_env
 from tests.local_ray_cluster import LocalRayCluster
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 #: One training phase as the product runs it: its config, :func:`start_ray`, and one
 #: Ray Train run of the learner on a tiny model.

@@ -25,8 +25,8 @@ from lean_env.rocq.load_path import LoadPathError, parse_load_path
 from lean_env.rocq.session import RocqSession
 from lean_env.verdict import ProofTask, Status
 from sgs.state.rocq_declarations import find_declarations
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 PROJECTS = REPO.parent / "shared" / "data" / "rocq_projects"
 TOOL = REPO / "tools" / "trace_rocq_targets.py"
 

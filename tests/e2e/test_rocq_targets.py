@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
-TOOL = Path(__file__).resolve().parent.parent / "tools" / "make_rocq_targets.py"
+from tests.paths import REPO
+
+TOOL = REPO / "tools" / "make_rocq_targets.py"
 
 
 def _load_generator():

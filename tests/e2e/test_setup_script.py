@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO
 
 
 def test_an_unknown_installer_is_refused_before_anything_is_installed():

@@ -50,8 +50,8 @@ from sgs.sft import (
 )
 from sgs.state.targets import load_targets, seeded_subsample
 from sgs.state.warmstart import load_corpus
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 #: A tiny model small enough to train in seconds (head_dim 32).
 SMALL = TinyModelSettings(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
                           num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=2048)

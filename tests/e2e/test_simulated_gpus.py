@@ -4,7 +4,7 @@ Ray reserves, assigns and pins exactly as real ones; the models compute on
 the CPU).
 
 Each test runs ``python -m sgs`` as a subprocess, at the loop tests' small
-size (:func:`tests.test_loop.warm_run`: the session's shared warm start,
+size (:func:`tests.e2e.test_loop.warm_run`: the session's shared warm start,
 one iteration), and checks what the actors themselves reported in
 ``<run_dir>/placement.json`` and ``<run_dir>/engine_sleep.jsonl`` against
 docs/scaling.md "Three placements".  The counts are the placements' own, scaled down
@@ -36,8 +36,9 @@ from sgs.machinery.placement import ENGINE_SLEEP_FILE, PLACEMENT_FILE
 from sgs.machinery.runtime import pinned_gpus
 from sgs.state.store import Store
 from tests.local_ray_cluster import LocalRayCluster, default_address_file_names
-from tests.test_config import compose_cfg
-from tests.test_loop import REPO, warm_run  # noqa: F401  (warm_run is a fixture used here)
+from tests.config_support import compose_cfg
+from tests.e2e.test_loop import warm_run  # noqa: F401  (warm_run is a fixture used here)
+from tests.paths import REPO
 
 
 def small(warm_run: list[str]) -> list[str]:

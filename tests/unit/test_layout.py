@@ -12,7 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO, TESTS
+
 PACKAGES = ("sgs", "lean_env")
 
 
@@ -263,3 +264,20 @@ def test_the_actor_pools_share_one_supervision_and_take_a_settings_object():
         assert init.end_lineno - init.lineno + 1 < MAX_INIT_LINES, f"{name}.__init__ is too long"
         parameters = [arg.arg for arg in [*init.args.args, *init.args.kwonlyargs] if arg.arg != "self"]
         assert len(parameters) <= 4 and "settings" in parameters, (name, parameters)
+
+
+#: The layers of ``tests/`` (docs/tests.md: what each may use).
+TEST_LAYERS = ("unit", "integration", "e2e")
+
+
+def test_every_test_file_sits_in_a_layer_in_a_package_under_a_name_of_its_own():
+    """Each test file is under ``tests/unit``, ``tests/integration`` or
+    ``tests/e2e``; every folder down to it is a package (tests import each
+    other by dotted name); and no two share a file name (``conftest.py``
+    orders the heavy files by name)."""
+    files = sorted(TESTS.rglob("test_*.py"))
+    assert [str(p.relative_to(TESTS)) for p in files if p.relative_to(TESTS).parts[0] not in TEST_LAYERS] == []
+    names = [p.name for p in files]
+    assert sorted({name for name in names if names.count(name) > 1}) == []
+    folders = {folder for p in files for folder in p.parents if TESTS in folder.parents}
+    assert sorted(str(f.relative_to(TESTS)) for f in folders if not (f / "__init__.py").is_file()) == []

@@ -94,7 +94,7 @@ def test_tactic_env_on_lean_repl_proof_states():
 def test_tactic_env_with_the_lean_stand_in_rechecks_the_whole_script():
     """The Lean REPL stand-in (a test double that judges any proof by its rule)
     drives a whole episode, including the whole-proof re-check the replay cannot answer."""
-    from tests.lean.test_lean_standin import HEADER, standin_command
+    from tests.unit.lean_env.test_lean_standin import HEADER, standin_command
 
     spec = BackendSpec("lean", {"repl_command": standin_command(), "spare": False, "timeout": 30.0,
                                 "header_timeout": 30.0})

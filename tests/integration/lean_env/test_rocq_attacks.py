@@ -15,7 +15,7 @@ a verifier pool's worker checks proof after proof.  After every case:
 * the session is not poisoned: on the same backend, a correct proof is still
   ``valid`` and a wrong one still ``invalid``.
 
-Run: ``pytest tests/test_rocq_attacks.py`` (needs ``coqtop``).
+Run: ``pytest tests/integration/lean_env/test_rocq_attacks.py`` (needs ``coqtop``).
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ import pytest
 from lean_env.backends import BackendSpec
 from lean_env.rocq.checks import REJECTION_REASONS
 from lean_env.verdict import ProofTask, Status
+from tests.paths import DATA
 
-CATALOGUE = Path(__file__).parent / "data" / "rocq_attacks.toml"
+CATALOGUE = DATA / "rocq_attacks.toml"
 HEADER = "Require Import Arith Lia List.\nImport ListNotations."
 DEFAULT_STATEMENT = "Theorem t : False."
 FIELDS = {"attack", "reported", "statement", "header", "proof", "reason", "timeout", "status"}

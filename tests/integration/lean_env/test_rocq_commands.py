@@ -11,7 +11,7 @@ Commands the grammar does not print (queries, the gallina keywords behind
 prefixes) are rows too; the test asks Rocq's parser that each of them really
 starts a command.
 
-Run: ``pytest tests/test_rocq_commands.py`` (needs ``coqtop``; marked ``rocq``).
+Run: ``pytest tests/integration/lean_env/test_rocq_commands.py`` (needs ``coqtop``; marked ``rocq``).
 """
 
 from __future__ import annotations

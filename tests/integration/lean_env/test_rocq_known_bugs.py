@@ -14,7 +14,7 @@ a proof body would need.  For each case:
 * for the guard-checker exploits, the audit (``coqc`` + ``coqchk`` in a fresh
   sandbox) agrees with the wrong verdict, which is why the refusal is needed.
 
-Run: ``pytest tests/test_rocq_known_bugs.py`` (needs ``coqtop``, ``coqc``, ``coqchk``).
+Run: ``pytest tests/integration/lean_env/test_rocq_known_bugs.py`` (needs ``coqtop``, ``coqc``, ``coqchk``).
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from lean_env.rocq.known_bugs import FEATURE_NAMES
 from lean_env.rocq.output import parse_assumptions
 from lean_env.verdict import ProofTask, Status
 from tests.conftest import require_binary
+from tests.paths import DATA
 
-CATALOGUE = Path(__file__).parent / "data" / "rocq_known_bugs.toml"
+CATALOGUE = DATA / "rocq_known_bugs.toml"
 DEFAULT_STATEMENT = "Theorem t : False."
 FIELDS = {"entry", "issue", "impacted", "reachable", "how", "proof", "header", "statement", "reason", "coqc",
           "axioms", "needs"}

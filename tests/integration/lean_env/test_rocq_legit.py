@@ -6,7 +6,7 @@ a verifier pool's worker builds its own (:class:`lean_env.backends.BackendSpec`)
 so all of them share one persistent coqtop session, as proofs do in a run.
 A slow test also sends every case through the audit (``coqc`` + ``coqchk``).
 
-Run: ``pytest tests/test_rocq_legit.py`` (needs ``coqtop``; ``-m slow`` adds the audit).
+Run: ``pytest tests/integration/lean_env/test_rocq_legit.py`` (needs ``coqtop``; ``-m slow`` adds the audit).
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from __future__ import annotations
 import os
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
 from lean_env.backends import BackendSpec
 from lean_env.rocq.checks import RocqTextError, validate_proof, validate_statement
 from lean_env.verdict import ProofTask, Status, Verdict
+from tests.paths import DATA
 
-CORPUS = Path(__file__).parent / "data" / "rocq_legit.toml"
+CORPUS = DATA / "rocq_legit.toml"
 DEFAULT_HEADER = "Require Import Arith Lia List.\nImport ListNotations."
 
 

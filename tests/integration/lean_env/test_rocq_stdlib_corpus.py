@@ -16,7 +16,7 @@ CI checks a fixed, seeded sample of 53 cases from five files (about 30 s);
 ``~/.cache/sgs/rocq_stdlib_corpus``; computing it takes about 50 minutes
 more, two ``coqc`` at a time).
 
-Run: ``pytest tests/test_rocq_stdlib_corpus.py`` (needs ``coqc`` and
+Run: ``pytest tests/integration/lean_env/test_rocq_stdlib_corpus.py`` (needs ``coqc`` and
 ``coqtop`` and the standard library's ``.v`` files; ``-m full`` for the
 whole corpus).
 """

@@ -17,7 +17,7 @@ from sgs.machinery.engines import EngineGroup, EngineGroupSettings, SamplingSett
 from sgs.machinery.engines.base import completion_limit
 from sgs.machinery.engines.hf import TransformersEngine
 from sgs.machinery.runtime import conjecturer_settings, solver_settings
-from tests.test_config import compose_cfg
+from tests.config_support import compose_cfg
 
 PROMPTS = ["Theorem add_0_r : forall n : nat, n + 0 = n.\nProof.", "Lemma t : True."]
 

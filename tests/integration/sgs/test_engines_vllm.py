@@ -21,7 +21,7 @@ from sgs.machinery.engines.base import ENTROPY_TOP_K, top_k_entropy
 from sgs.machinery.engines.hf import TransformersEngine
 from sgs.machinery.models.tiny import build_tiny_model
 from tests.conftest import TINY
-from tests.test_engines import PROMPTS
+from tests.integration.sgs.test_engines import PROMPTS
 
 pytestmark = pytest.mark.slow
 
@@ -165,7 +165,7 @@ def test_grammar_samples_follow_it_with_log_probs_renormalised_over_the_allowed_
     transformers value renormalised over the tokens the grammar allowed."""
     import xgrammar
 
-    from tests.test_grammar import SMALL
+    from tests.unit.sgs.machinery.test_grammar import SMALL
 
     info = xgrammar.TokenizerInfo.from_huggingface(reference.tokenizer, vocab_size=reference.model.config.vocab_size,
                                                    stop_token_ids=[reference.tokenizer.eos_token_id])

@@ -17,9 +17,12 @@ from sgs.machinery.engines import EngineGroup, EngineGroupSettings, SamplingSett
 from sgs.machinery.engines.hf import TransformersEngine
 from sgs.machinery.engines.weight_transfer import WeightTarget, send_weights
 from sgs.machinery.learner import TrainSettings, train
-from tests.test_engines import PROMPTS
-from tests.test_engines_vllm import TOLERANCE, require_vllm  # noqa: F401  (autouse: skip or fail without vLLM)
-from tests.test_learner import make_examples
+from tests.integration.sgs.test_engines import PROMPTS
+from tests.integration.sgs.test_engines_vllm import (  # noqa: F401  (autouse: skip or fail without vLLM)
+    TOLERANCE,
+    require_vllm,
+)
+from tests.integration.sgs.test_learner import make_examples
 
 pytestmark = pytest.mark.slow
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 from contextlib import AbstractContextManager
-from pathlib import Path
 
 import pytest
 
 from lean_env.backends import BackendSpec
 from lean_env.envs import TacticEnv
 from tests.lean.lean_support import needs_fixtures, replay_command, requests, responses, split_at_by
+from tests.paths import DATA
 
 lean_dojo = pytest.importorskip("lean_dojo")
 from lean_env.dojo import DojoBackend, DojoTheorem  # noqa: E402  (needs lean_dojo)
@@ -211,7 +211,7 @@ def test_a_traced_target_file_is_a_problem_list(tmp_path):
     """The records ``tools/trace_targets.py`` writes carry what the Dojo backend needs."""
     from sgs.state.leandojo import convert_benchmark
 
-    data = Path(__file__).resolve().parent / "data" / "leandojo"
+    data = DATA / "leandojo"
     targets, _ = convert_benchmark(json.loads((data / "benchmark4_demo.json").read_text()), "demo",
                                    data / "demo")
     problems = [t.to_json() for t in targets]

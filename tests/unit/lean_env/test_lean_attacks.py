@@ -29,8 +29,9 @@ import pytest
 from lean_env.lean.checks import check_body
 from lean_env.verdict import ProofTask, Status
 from tests.lean.lean_support import needs_fixtures, replay_backend, requests, split_at_by
+from tests.paths import LEAN
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = LEAN / "data"
 ATTACKS = tomllib.loads((DATA / "lean_attacks.toml").read_text(encoding="utf-8"))["case"]
 LEGIT = tomllib.loads((DATA / "lean_legit.toml").read_text(encoding="utf-8"))["case"]
 

@@ -14,8 +14,9 @@ from lean_env.lean.audit import AUDIT_FILE, judge
 from lean_env.sandbox import CommandResult
 from lean_env.verdict import ProofTask, Status
 from tests.lean.lean_support import needs_fixtures, replay_backend, requests, split_at_by
+from tests.paths import LEAN
 
-STANDIN = Path(__file__).resolve().parent / "lake_standin.py"
+STANDIN = LEAN / "lake_standin.py"
 ALLOWED = frozenset({"propext", "Classical.choice", "Quot.sound"})
 MATHLIB = "mathlib/H20231020"
 

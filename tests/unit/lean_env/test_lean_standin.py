@@ -9,7 +9,6 @@ import random
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +19,9 @@ from lean_env.verdict import ProofTask, Status
 from tests.lean.lean_replay import read_blocks
 from tests.lean.lean_support import FIXTURES, needs_fixtures, requests, responses
 from tests.lean.standin_statement import Malformed, parse_declaration
+from tests.paths import LEAN
 
-STANDIN = Path(__file__).resolve().parent / "lean_standin.py"
+STANDIN = LEAN / "lean_standin.py"
 D3K = FIXTURES.parent.parent / "data" / "d3k_targets.json"
 HEADER = "import Mathlib\nimport Aesop\nset_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat\n\n"
 

@@ -4,7 +4,7 @@ numbers each figure shows, and the page.
 The runs here are written through the real Store (its file layout, markers
 and solved registry) with hand-made records, so every expected value is
 known exactly.  The report of a real run is checked by the end-to-end tests
-of tests/test_loop.py, through :func:`check_report` below.
+of tests/e2e/test_loop.py, through :func:`check_report` below.
 """
 
 from __future__ import annotations

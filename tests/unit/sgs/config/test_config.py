@@ -16,6 +16,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from sgs import config as C
+from tests.config_support import compose_cfg
 
 PAPER_EXPERIMENTS = {
     # experiment: (solver objective, conjectures per target, conjecturer prompt,
@@ -33,11 +34,6 @@ PAPER_EXPERIMENTS = {
 }
 MODELS = {"tiny": "tiny", "deepseek_prover_v2_7b": "deepseek_prover_v2_7b"}
 PROVERS = ("lean", "rocq")
-
-
-def compose_cfg(*overrides: str):
-    with initialize_config_dir(config_dir=str(C.CONFIG_DIR), version_base="1.3"):
-        return compose(config_name=C.CONFIG_NAME, overrides=list(overrides))
 
 
 def method_tuple(cfg) -> tuple:
@@ -312,7 +308,7 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
 )
 def test_validate_names_the_bad_key(overrides, message):
     with pytest.raises(C.ConfigError) as caught:
-        # compose_config: a bad choice is refused before Hydra composes (tests/test_config_choices.py).
+        # compose_config: a bad choice is refused before Hydra composes (tests/e2e/test_config_choices.py).
         C.validate(C.compose_config(overrides))
     assert any(message in problem for problem in caught.value.problems), caught.value.problems
     assert message in str(caught.value)

@@ -5,7 +5,6 @@ setting the table names exists in the config schema."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
@@ -19,10 +18,10 @@ from sgs.method.rewards import normalise_conjecturer_rewards
 from sgs.method.roles import STATEMENT_FORMS, exact_form
 from sgs.state.records import ConjectureScore
 from sgs.state.solved import PROOF_KEYS
-from tests.test_config import compose_cfg
+from tests.config_support import compose_cfg
+from tests.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
-TABLE = ROOT / "docs" / "fidelity.md"
+TABLE = REPO / "docs" / "fidelity.md"
 PAPER_FILE = C.CONFIG_DIR / "fidelity" / "paper.yaml"
 #: A setting in the table's last column: `dotted.key=value`.
 SETTING = re.compile(r"`([a-z_][a-z0-9_.]*)=([^`]*)`")

@@ -1,6 +1,7 @@
 """Constrained decoding: the built-in Rocq statement grammar (its sentences
-elaborate in real Rocq, its non-sentences are what fails elaboration), the
-grammar setting, and the transformers engine sampling under a grammar."""
+elaborate in real Rocq: ``tests/integration/sgs/test_grammar_rocq.py``; its
+non-sentences are what fails elaboration), the grammar setting, and the
+transformers engine sampling under a grammar."""
 
 from __future__ import annotations
 
@@ -8,15 +9,10 @@ import pytest
 import xgrammar
 from transformers import AutoTokenizer
 
-from lean_env.rocq import RocqBackend, RocqConfig
 from sgs.machinery.engines import SamplingSettings
 from sgs.machinery.engines.hf import TransformersEngine
-from sgs.method.roles import extract_conjecture
 from sgs.machinery.runtime import grammar_text
 from sgs.method.roles.grammar import ROCQ_BINDERS, rocq_statement_grammar
-
-#: The header of the shipped Rocq targets.
-HEADER = "Require Import Arith Lia List Bool.\nImport ListNotations."
 
 #: Between them, every construct of the grammar and several binder lists.
 SENTENCES = [
@@ -93,20 +89,6 @@ def test_the_grammar_accepts_statements_of_its_fragment(compiled, tokenizer, sta
 @pytest.mark.parametrize("statement", NON_SENTENCES)
 def test_the_grammar_refuses_free_names_type_errors_and_other_syntax(compiled, tokenizer, statement):
     assert not accepts(compiled, tokenizer, wrap(statement))
-
-
-def test_every_sentence_elaborates_in_rocq(require_rocq):
-    """The constructs the grammar offers are real Rocq: each statement above
-    is a theorem the Conjecturer's extraction takes and Rocq elaborates."""
-    backend = RocqBackend(RocqConfig(coqtop=require_rocq, timeout=60, axiom_census=False), worker="test")
-    try:
-        for statement in SENTENCES:
-            extraction = extract_conjecture(wrap(statement), "rocq")
-            assert extraction.ok, (statement, extraction)
-            verdict = backend.check_statement(HEADER, extraction.value)
-            assert verdict.valid, (statement, verdict.messages)
-    finally:
-        backend.close()
 
 
 def test_each_binder_list_binds_exactly_its_names():

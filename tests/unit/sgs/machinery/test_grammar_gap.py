@@ -8,7 +8,7 @@ import torch
 
 from sgs.machinery.engines import SamplingSettings
 from sgs.machinery.engines.hf import TransformersEngine
-from tests.test_grammar import SMALL
+from tests.unit.sgs.machinery.test_grammar import SMALL
 from tools.grammar_gap import gradient_pair, step_log_masses
 
 

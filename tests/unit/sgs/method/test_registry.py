@@ -16,7 +16,7 @@ from sgs.method.registry import (
     register,
     trained_roles,
 )
-from tests.test_config import compose_cfg
+from tests.config_support import compose_cfg
 
 
 def test_the_config_offers_every_registered_solver_objective_and_nothing_else():

@@ -16,7 +16,7 @@ import pytest
 from sgs.config import validate
 from sgs.method.roles import PromptSet, extract_proof
 from sgs.state.warmstart import load_corpus
-from tests.test_config import compose_cfg
+from tests.config_support import compose_cfg
 from tools import make_lean_warmstart as gen
 
 

@@ -13,7 +13,7 @@ import pytest
 from sgs.config import D3K_TARGETS, TargetsConfig, requirements_problems
 from sgs.state.targets import TargetError, load_targets
 from tests.hub_support import D3K_FILE, D3K_REPO, d3k_rows, hub_cache, parquet_bytes
-from tests.test_config import compose_cfg
+from tests.config_support import compose_cfg
 
 pytestmark = pytest.mark.skipif(not D3K_FILE.is_file(), reason=f"the D3k targets are not at {D3K_FILE}")
 

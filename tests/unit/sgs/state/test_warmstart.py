@@ -1,12 +1,11 @@
 """The warm-start corpus (``sgs/data/warmstart_rocq.jsonl``), its loader
 (``sgs.state.warmstart``) and its generator (``tools/make_warmstart.py``).
 
-Everything but the ``rocq`` test runs in plain Python: the shipped file must
-be exactly what the generator builds (the generator is deterministic and
-needs Rocq only to check), every line must parse, no held-out target may
-leak, and the Guide's scores must follow the documented rules.  The ``rocq``
-test compiles every statement and proof the shipped file holds, read back
-from the file itself, in one ``coqc`` run.
+All in plain Python: the shipped file must be exactly what the generator
+builds (the generator is deterministic and needs Rocq only to check), every
+line must parse, no held-out target may leak, and the Guide's scores must
+follow the documented rules.  Every statement and proof of the shipped file
+compiled in one ``coqc`` run: ``tests/integration/sgs/test_warmstart_rocq.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import importlib.util
 import json
 import random
 import re
-import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -41,13 +39,14 @@ from sgs.state.warmstart import (
     load_corpus,
     pairs_by_role,
 )
+from tests.paths import REPO
 from tools.warmstart.corpus import SEED, build_corpus
 from tools.warmstart.guards import leakage_problems
 from tools.warmstart.guide import complexity, guide_scores, redundancy, relevance
 from tools.warmstart.instances import instance_proof, instances, substitute
 from tools.warmstart.statements import Lemma, shape
 
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
+TOOLS = REPO / "tools"
 
 
 def _load_tool(name: str):
@@ -422,25 +421,3 @@ def test_loader_reads_a_small_file_and_refuses_an_empty_one(tmp_path):
         load_corpus(path)
     with pytest.raises(CorpusError, match="cannot read"):
         load_corpus(tmp_path / "missing.jsonl")
-
-
-# ---------------------------------------------------------------------------
-# Real Rocq
-
-
-@pytest.fixture(scope="module")
-def coqc(require_rocq) -> str:
-    path = shutil.which("coqc") or str(Path(require_rocq).with_name("coqc"))
-    assert Path(path).is_file(), f"coqtop is installed at {require_rocq} but coqc is not"
-    return path
-
-
-@pytest.mark.rocq
-def test_every_statement_and_proof_checks_in_rocq(lines, coqc):
-    """All distinct statements of the shipped file (solver statements with
-    their proofs, conjectures with their checking proofs, the Guide's
-    conjectures) elaborate to propositions, and every proof is accepted with
-    no axiom, in one batch."""
-    records = gen.records_from_corpus(lines)
-    assert len(records) > 1000
-    assert targets_tool.check_targets(records, coqc=coqc) == []
