@@ -3,7 +3,7 @@
 #   make test   set everything up, then run the test suite
 PY := .venv/bin/python
 
-.PHONY: setup demo test test-full test-fast verify-sample bench bench-quick gpu-check ablation long-horizon clean
+.PHONY: setup demo test test-full test-fast test-unit verify-sample bench bench-quick gpu-check ablation long-horizon clean
 
 setup:
 	bash tools/setup.sh
@@ -22,20 +22,25 @@ verify-sample: setup
 # time; every test but the few marked `full` (what CI runs, under 30 minutes)
 TEST_WORKERS ?= 2
 # --durations: the slowest tests in every log, to keep CI's time in view
-PYTEST := RAY_AUTH_MODE=disabled $(PY) -m pytest tests -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+PYTEST := RAY_AUTH_MODE=disabled $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
     --durations=25
 test: setup
-	$(PYTEST) -m "not full" $(PYTEST_ARGS)
+	$(PYTEST) tests -m "not full" $(PYTEST_ARGS)
 
 # everything, including the heaviest tests marked `full` (the Rocq standard-library
 # corpus alone took 18-32 minutes here, the five Rocq projects' round trip about a
 # minute): before a release, or after changing what they run
 test-full: setup
-	$(PYTEST) $(PYTEST_ARGS)
+	$(PYTEST) tests $(PYTEST_ARGS)
 
-# unit tests only (skips the slow end-to-end runs); for the edit-test loop
+# every test but the slow ones (the end-to-end runs); for the edit-test loop
 test-fast: setup
-	$(PYTEST) -m "not slow" $(PYTEST_ARGS)
+	$(PYTEST) tests -m "not slow" $(PYTEST_ARGS)
+
+# the unit layer only (tests/unit: no Ray, no prover, no command run as a
+# subprocess; docs/tests.md); the quickest loop
+test-unit: setup
+	$(PYTEST) tests/unit $(PYTEST_ARGS)
 
 # every benchmark, BENCH_RUNS times each, into benchmarks/results.json; the
 # READMEs' figures are rendered from it (run on a quiet machine: load average < 1)

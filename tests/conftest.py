@@ -23,13 +23,14 @@ TINY = TinyModelSettings(
 )
 
 
-#: Test files whose end-to-end runs take minutes, heaviest first.  They are
+#: Test files whose end-to-end runs take minutes, heaviest first (by file
+#: name, wherever under ``tests/`` the file sits: names are unique).  They are
 #: collected first, so that ``make test``'s xdist workers (a file each at a
 #: time, in collection order: ``--no-loadscope-reorder``; xdist's default
 #: order puts files with many tests first and these last) start on them and
 #: neither is left with one of them at the end.  The Lean loop (its own warm
 #: start) goes before the simulated GPUs, so that these find the shared warm
-#: start (:func:`tests.test_loop.warm_run`) made instead of waiting for it.
+#: start (:func:`tests.e2e.test_loop.warm_run`) made instead of waiting for it.
 HEAVY_FILES = ("test_loop.py", "test_lean_loop.py", "test_simulated_gpus.py", "test_sft.py",
                "test_weight_transfer.py", "test_gpu_check.py", "test_rocq_legit.py", "test_engine_faults.py",
                "test_long_horizon.py", "test_rocq_projects.py", "test_own_cluster.py")

@@ -1,7 +1,7 @@
 """Test doubles of what the loop's phases drive, so that the phases and
 :class:`~sgs.loop.iteration.Loop` run in process, without Ray, a prover or a
-model, in milliseconds (``tests/test_phases_in_process.py``,
-``tests/test_loop_in_process.py``):
+model, in milliseconds (``tests/unit/sgs/loop/test_phases_in_process.py``,
+``tests/unit/sgs/loop/test_loop_in_process.py``):
 
 * :class:`TableEngines` stands for an engine group
   (:class:`~sgs.machinery.engines.EngineGroup`): it answers each prompt from

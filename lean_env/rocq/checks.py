@@ -36,8 +36,9 @@ command is refused with the reason its row in that table gives
 sentence start that is no command is ``unknown_command``, unless it is a
 qualified name (``Z.order.``: a tactic of a module) or a word with an
 underscore (``Qc_unfolds``, ``Inversion_clear``: no command keyword of Rocq
-8.16 and its standard plugins has one, which ``tests/test_rocq_commands.py``
-checks against the grammar).  Command words
+8.16 and its standard plugins has one, which
+``tests/integration/lean_env/test_rocq_commands.py`` checks against the
+grammar).  Command words
 (``Admitted``, ``Axiom``, ...) are refused anywhere in a sentence, so none
 can be smuggled inside ``ltac:(...)``; tactics that leave holes or skip
 checks (``admit``, ``give_up``, ``*_no_check``) and Ltac profiling are

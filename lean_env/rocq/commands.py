@@ -23,9 +23,9 @@ named by the keywords it starts with, and says whether a proof may use it:
 A sentence's command is the longest row whose keywords start it
 (:func:`classify`); a capitalised sentence start that is no row is refused
 too (``unknown_command``), so the table only has to be right about what it
-allows.  ``tests/test_rocq_commands.py`` checks the table against the
-grammar real ``coqtop`` prints (``Print Grammar vernac.``), so a command of
-the installed Rocq cannot be left unclassified.
+allows.  ``tests/integration/lean_env/test_rocq_commands.py`` checks the
+table against the grammar real ``coqtop`` prints (``Print Grammar
+vernac.``), so a command of the installed Rocq cannot be left unclassified.
 
 Rejection reasons are ``banned:<keywords>`` (``banned:Unset Guard Checking``,
 ``banned:Drop``, ``banned:Declare ML Module``): a finite set, one per

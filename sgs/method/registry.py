@@ -207,8 +207,8 @@ def config_problems(cfg: SGSConfig) -> list[str]:
 
     Kept here rather than in :mod:`sgs.config.validation` because the answer
     depends on the objective's entry, which the config layer cannot import: it
-    sits below the method (``tests/test_layout.py``).  ``python -m sgs`` runs
-    this right after the config's own checks, before torch loads.
+    sits below the method (``tests/unit/test_layout.py``).  ``python -m sgs``
+    runs this right after the config's own checks, before torch loads.
     """
     method, training = cfg.method, cfg.training
     chosen = objective(method.solver_objective)

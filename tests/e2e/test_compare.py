@@ -1,0 +1,181 @@
+"""The sweep comparison (sgs/analysis/compare.py, command tools/compare.py) on
+hand-written run directories whose differences are known."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from sgs.analysis.compare import CompareError, baseline_followup, compare, followup, main
+from sgs.analysis.report import read_run
+from sgs.analysis.scaling import scaling_curve
+from sgs.state.store import Store
+from tests.paths import REPO
+from tests.unit.sgs.analysis.test_report import TARGETS, _attempt, _conjecture, _metrics, _phase, _score
+
+
+def metrics_run(run_dir: Path, experiment: str, seed: int, rates, generations) -> Path:
+    """A run directory as far as the comparison reads it: its config and metrics lines."""
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({"experiment": experiment, "seed": seed, "method": {
+        "use_guide": experiment == "standard", "train_conjecturer": experiment == "standard"}}))
+    lines = [{"iteration": i, "generations": int(g), "cumulative_solve_rate": float(r)}
+             for i, (g, r) in enumerate(zip(generations, rates))]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return run_dir
+
+
+def sweep(root: Path, gains: dict[str, float], seeds=(0, 1, 2)) -> Path:
+    """Methods whose curves differ by a known gain on a law, with an offset shared by
+    the runs of one seed (paired starts) and a smaller noise of each run's own."""
+    generations = np.arange(1, 7) * 2_000
+    for job, (method, gain) in enumerate(gains.items()):
+        for seed in seeds:
+            offset = np.random.default_rng(seed).normal(0, 0.03)
+            own = np.random.default_rng(100 + 10 * job + seed).normal(0, 0.01)
+            rates = (scaling_curve(generations, r0=0.3, asymptote=0.6 + gain, c_mid=6_000, exponent=1.5)
+                     + offset + own)
+            metrics_run(root / f"{job}_{seed}", method, seed, rates, generations + 100 * job)
+    return root
+
+
+def test_a_sweep_is_grouped_by_experiment_and_the_known_gain_is_found(tmp_path):
+    root = sweep(tmp_path / "sweep", {"standard": 0.1, "reinforce_half_solver_only": 0.0, "no_guide": 0.0})
+    runs = [read_run(p) for p in sorted(root.iterdir())]
+    c = compare(runs, budgets=3)
+    assert c.baseline == "reinforce_half_solver_only"
+    assert set(c.methods) == {"standard", "reinforce_half_solver_only", "no_guide"}
+    assert c.methods["standard"].seeds == [0, 1, 2]
+    # budgets: from the latest first point (2,200) to the earliest last point (12,000)
+    assert c.budgets == pytest.approx([2_200, 7_100, 12_000])
+    standard = c.differences["standard"]
+    assert all(d.paired for d in standard)
+    assert standard[-1].interval.excludes_zero and standard[-1].interval.mean > 0.05
+    assert not c.differences["no_guide"][-1].interval.excludes_zero
+    # each method meets the baseline over the range both cover: standard from 2,100
+    assert c.pair_budgets["standard"] == pytest.approx([2_100, 7_050, 12_000])
+    # laptop-sized curves: the fits are refused, with the reason in the table
+    assert c.methods["standard"].fits.asymptote_over_seeds is None
+
+
+def test_the_command_writes_tables_figures_and_json(tmp_path):
+    root = sweep(tmp_path / "sweep", {"standard": 0.1, "reinforce_half_solver_only": 0.0})
+    proc = subprocess.run([sys.executable, "-m", "tools.compare", str(root), "--budgets", "2",
+                           "--out", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "| standard | 0,1,2 |" in proc.stdout and "paired by seed (n=3)" in proc.stdout
+    page = (tmp_path / "out" / "comparison.md").read_text()
+    assert "## Against reinforce_half_solver_only at equal generation budgets" in page
+    tex = (tmp_path / "out" / "comparison.tex").read_text()
+    assert r"\begin{tabular}" in tex and r"reinforce\_half\_solver\_only" in tex
+    numbers = json.loads((tmp_path / "out" / "comparison.json").read_text())
+    assert numbers["differences"]["standard"][-1]["paired"] is True
+    for figure in ("solve_rate.png", "difference.png", "figure1.png", "diagnostics.png"):
+        assert (tmp_path / "out" / figure).stat().st_size > 10_000
+    assert "## Scaling-law fits" in page and "## Diagnostics per iteration" in page
+
+
+def test_long_curves_get_fits_with_the_robustness_refits_and_a_figure_1(tmp_path):
+    """Twenty points per run on laws with known asymptotes, cut at 4,000 generations."""
+    generations = np.arange(1, 21) * 2_000
+    for job, (method, asymptote) in enumerate({"standard": 0.7, "reinforce_half_solver_only": 0.6}.items()):
+        for seed in (0, 1):
+            rates = scaling_curve(generations, r0=0.3, asymptote=asymptote, c_mid=8_000, exponent=1.5)
+            noise = np.random.default_rng(10 * job + seed).normal(0, 0.002, len(rates))
+            metrics_run(tmp_path / "sweep" / f"{job}_{seed}", method, seed, np.maximum.accumulate(rates + noise),
+                        generations)
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "sweep"), "--min-generations", "4000", "--out", str(out)]) == 0
+    numbers = json.loads((out / "comparison.json").read_text())
+    for method, asymptote in (("standard", 0.7), ("reinforce_half_solver_only", 0.6)):
+        fits = numbers["methods"][method]["fits"]
+        for seed in ("0", "1"):
+            # re-centred at 4,000 generations, the law's own A is recovered
+            assert fits[seed]["fit"]["asymptote"] == pytest.approx(asymptote, abs=0.03)
+            assert all(r["fit"] is not None for r in fits[seed]["truncated"].values())
+            assert fits[seed]["asymptote_spread"]["count"] >= 90
+    page = (out / "comparison.md").read_text()
+    assert "| standard | seed mean | 19 |" in page and "fitted past 4,000 generations" in page
+    assert (out / "figure1.png").stat().st_size > 10_000
+
+
+def test_parallel_sampling_lies_beside_sgs_and_the_rl_baseline(tmp_path):
+    """The paper's Figure 1 as a sweep: SGS, the RL baseline and parallel sampling (the
+    starting Solver, never trained), each compared with the baseline seed by seed."""
+    root = sweep(tmp_path / "sweep", {"standard": 0.1, "reinforce_half_solver_only": 0.0, "parallel_sampling": -0.1})
+    out = tmp_path / "out"
+    assert main([str(root), "--budgets", "2", "--out", str(out)]) == 0
+    numbers = json.loads((out / "comparison.json").read_text())
+    assert numbers["baseline"] == "reinforce_half_solver_only"
+    assert numbers["methods"]["parallel_sampling"]["seeds"] == [0, 1, 2]
+    last = numbers["differences"]["parallel_sampling"][-1]
+    assert last["paired"] and last["n"] == 3 and last["high"] < 0  # below RL at the largest common budget
+    page = (out / "comparison.md").read_text()
+    assert "| parallel_sampling | 0,1,2 |" in page and "| parallel_sampling | 12,100 |" in page  # the range it shares with the baseline
+    for figure in ("solve_rate.png", "difference.png"):
+        assert (out / figure).stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "no such directory"),
+    ("same_seed", "several runs with the same seed"),
+    ("baseline", "baseline 'nope' is not among the experiments"),
+    ("disjoint", "share no range of generations"),
+])
+def test_runs_that_cannot_be_compared_exit_2_with_one_line(tmp_path, capsys, case, message):
+    root = tmp_path / "sweep"
+    args = [str(root)]
+    if case == "same_seed":
+        metrics_run(root / "a", "standard", 0, [0.1, 0.2], [100, 200])
+        metrics_run(root / "b", "standard", 0, [0.1, 0.2], [100, 200])
+    elif case == "baseline":
+        metrics_run(root / "a", "standard", 0, [0.1, 0.2], [100, 200])
+        args += ["--baseline", "nope"]
+    elif case == "disjoint":
+        metrics_run(root / "a", "standard", 0, [0.1, 0.2], [100, 200])
+        metrics_run(root / "b", "no_guide", 0, [0.1, 0.2], [300, 400])
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and message in err and "\n" not in err
+
+
+def mechanism_run(run_dir: Path, experiment: str, solved: dict[str, int], trained: dict[str, int]) -> Path:
+    """Three iterations; ``solved``: target -> iteration of its first valid proof;
+    ``trained``: target -> iteration whose conjecture of it was kept and trained on."""
+    conjecturer = experiment == "standard"
+    store = Store.open(run_dir, TARGETS, {"experiment": experiment, "seed": 0, "method": {
+        "use_guide": conjecturer, "train_conjecturer": conjecturer, "num_solver_samples": 1}})
+    for it in range(3):
+        ours = [t for t, i in trained.items() if i == it] if conjecturer else []
+        _phase(store, it, "conjecture", [_conjecture(it, f"c{it}_{t}", t) for t in ours])
+        _phase(store, it, "prove", [_attempt(it, t.id, 0, solved.get(t.id) == it) for t in TARGETS if not t.held_out])
+        _phase(store, it, "review", [_score(f"c{it}_{t}", kept=True, weight=1.0) for t in ours])
+        store.append_metrics(_metrics(it, 10 * (it + 1), sum(i <= it for i in solved.values()) / 3))
+        _phase(store, it, "record")
+    store.close()
+    return run_dir
+
+
+def test_the_mechanism_counts_targets_solved_after_their_conjectures_were_trained_on(tmp_path):
+    sgs = read_run(mechanism_run(tmp_path / "sgs", "standard", solved={"t_a": 2, "t_b": 1},
+                                 trained={"t_a": 0, "t_b": 1, "t_c": 0}))
+    base = read_run(mechanism_run(tmp_path / "rl", "reinforce_half_solver_only", solved={"t_a": 0, "t_c": 2},
+                                  trained={}))
+    follow = followup(sgs)
+    # t_a: trained in 0, solved in 2 (after); t_b: trained in 1, solved in 1 (not after); t_c: never solved
+    assert follow.trained_targets == {"t_a": 0, "t_b": 1, "t_c": 0}
+    assert follow.solved_after == {"t_a"} and follow.share == pytest.approx(1 / 3)
+    # The baseline had solved t_a by iteration 0 already (not eligible); t_b unsolved, t_c solved in 2.
+    assert baseline_followup(follow, base) == (2, 1)
+    c = compare([sgs, base])
+    assert c.methods["standard"].followup == (3, 1)
+    assert c.baseline_followup["standard"] == (2, 1)
+    # The paper's Figure 13: the baseline never solved t_b; SGS did
+    assert (c.never_solved["standard"].targets, c.never_solved["standard"].solved) == (1, 1)
+    assert followup(base).trained_targets == {}
