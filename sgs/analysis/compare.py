@@ -13,8 +13,9 @@ config's ``experiment``; each run is one seed.  The output, in ``--out``
   sweep reached (mean and t interval over seeds), the final held-out pass@k
   and the scaling-law asymptote (mean over seeds, or why there is no fit);
   then every method against the baseline at equal budgets (the difference
-  with its interval, paired by seed when the seeds match); then the
-  mechanism: how often a target whose conjectures the Conjecturer was trained
+  with its interval, paired by seed when the seeds match), and the same at
+  equal Solver samples on the training targets (:func:`target_sample_curve`);
+  then the mechanism: how often a target whose conjectures the Conjecturer was trained
   on was solved afterwards, against how often the baseline solved those same
   targets after the same iteration;
 * ``comparison.tex``: the first two tables as LaTeX (booktabs) to paste into a paper;
@@ -87,6 +88,26 @@ def run_curve(run: RunData) -> RunCurve | None:
     """The run's (generations, cumulative solve rate) curve; None without a recorded iteration."""
     points = [(m["generations"], m["cumulative_solve_rate"]) for m in run.metrics
               if m.get("generations") is not None and m.get("cumulative_solve_rate") is not None]
+    return _curve(run, points)
+
+
+def target_sample_curve(run: RunData) -> RunCurve | None:
+    """The run's cumulative solve rate against the Solver's samples on the training targets alone
+    (targets attempted x ``method.num_solver_samples``, summed over iterations): what SGS spends on
+    its conjectures and their reviews is left out, so that methods are compared per attempt at the
+    targets themselves.  None when a metrics line lacks ``targets_attempted``."""
+    per_target = run.config.get("method", {}).get("num_solver_samples")
+    if per_target is None or any(m.get("targets_attempted") is None for m in run.metrics):
+        return None
+    samples, points = 0, []
+    for m in run.metrics:
+        samples += m["targets_attempted"] * per_target
+        if m.get("cumulative_solve_rate") is not None:
+            points.append((samples, m["cumulative_solve_rate"]))
+    return _curve(run, points)
+
+
+def _curve(run: RunData, points: Sequence[tuple[float, float]]) -> RunCurve | None:
     if not points:
         return None
     return RunCurve(run.experiment, int(run.config.get("seed", 0)), str(run.run_dir),
@@ -124,6 +145,10 @@ class Comparison:
     pair_budgets: dict[str, list[float]]
     """Method -> the budgets spread over the generations both it and the baseline covered
     (a method that ran longer than a third one is still compared with the baseline to the end)."""
+    target_differences: dict[str, list[Difference | None]]
+    """Method -> method minus baseline at each of ``target_budgets[method]``, counted in Solver samples
+    on the training targets (:func:`target_sample_curve`); absent where a run lacks the counts."""
+    target_budgets: dict[str, list[float]]
     baseline_followup: dict[str, tuple[int, int]]
     """Method -> (targets, solved later) for the baseline on the method's trained targets, paired by seed."""
     never_solved: dict[str, NeverSolved]
@@ -179,18 +204,25 @@ def compare(runs: Sequence[RunData], *, baseline: str | None = None, budgets: in
     base_curves = [c for _, c in grouped[baseline]]
     base_by_seed = {c.seed: run for run, c in grouped[baseline]}
     differences, pair_budgets, base_follow, never_solved = {}, {}, {}, {}
+    target_differences, target_budgets = {}, {}
+    base_target_curves = [target_sample_curve(run) for run, _ in grouped[baseline]]
     for method, members in sorted(grouped.items()):
         if method == baseline:
             continue
         method_curves = [c for _, c in members]
         pair_budgets[method] = default_budgets(method_curves + base_curves, budgets)
         differences[method] = difference_at(method_curves, base_curves, pair_budgets[method], confidence)
+        target_curves = [target_sample_curve(run) for run, _ in members]
+        if None not in target_curves + base_target_curves:
+            target_budgets[method] = default_budgets(target_curves + base_target_curves, budgets)
+            target_differences[method] = difference_at(target_curves, base_target_curves, target_budgets[method],
+                                                       confidence)
         counts = [baseline_followup(followup(run), base_by_seed[c.seed]) for run, c in members if c.seed in base_by_seed]
         base_follow[method] = (sum(n for n, _ in counts), sum(s for _, s in counts))
         never_solved[method] = never_solved_by_baseline([r for r, _ in members], [r for r, _ in grouped[baseline]])
     diagnostics = diagnostic_rows({method: [r for r, _ in members] for method, members in grouped.items()})
-    return Comparison(methods, baseline, grid, covered[1], differences, pair_budgets, base_follow, never_solved,
-                      diagnostics, confidence, notes)
+    return Comparison(methods, baseline, grid, covered[1], differences, pair_budgets, target_differences,
+                      target_budgets, base_follow, never_solved, diagnostics, confidence, notes)
 
 
 # ---------------------------------------------------------------------------
@@ -237,10 +269,14 @@ def _seconds(values: Sequence[float]) -> str:
     return f"{np.median(values):.0f} ({min(values):.0f}–{max(values):.0f}; {sum(values) / 3600:.1f} h in all)"
 
 
-def difference_rows(c: Comparison) -> list[list[str]]:
-    rows = [["method", "budget (generations)", f"Δ solve rate vs {c.baseline}", "pairing", "interval excludes 0"]]
-    for method, diffs in c.differences.items():
-        for budget, diff in zip(c.pair_budgets[method], diffs):
+def difference_rows(c: Comparison, target_samples: bool = False) -> list[list[str]]:
+    """Each method minus the baseline at equal budgets of generations (every sample of every role),
+    or with ``target_samples`` of the Solver's samples on the training targets."""
+    differences, budgets, unit = ((c.target_differences, c.target_budgets, "target samples") if target_samples
+                                  else (c.differences, c.pair_budgets, "generations"))
+    rows = [["method", f"budget ({unit})", f"Δ solve rate vs {c.baseline}", "pairing", "interval excludes 0"]]
+    for method, diffs in differences.items():
+        for budget, diff in zip(budgets[method], diffs):
             if diff is None:
                 rows.append([method, f"{budget:,.0f}", "—", "—", "—"])
                 continue
@@ -312,6 +348,12 @@ def render_markdown(c: Comparison) -> str:
              f"ran the same seeds (same seed, same iteration-0 samples), Welch's otherwise.", "",
              "## Methods", ""] + markdown_table(method_rows(c))
     lines += ["", f"## Against {c.baseline} at equal generation budgets", ""] + markdown_table(difference_rows(c))
+    if c.target_differences:
+        lines += ["", f"## Against {c.baseline} at equal samples on the targets", "",
+                  "The same difference, with the budget counted in the Solver's samples on the training targets "
+                  "alone: what a method spends on conjectures and reviews is left out, so this asks whether its "
+                  "attempts at the targets did better, whatever they cost.", ""]
+        lines += markdown_table(difference_rows(c, target_samples=True))
     mechanism = mechanism_rows(c)
     if len(mechanism) > 1:
         lines += ["", "## The Conjecturer's mechanism", "",
@@ -353,6 +395,9 @@ def to_json(c: Comparison) -> dict:
         } for name, m in c.methods.items()},
         "differences": {name: [None if d is None else {"budget": d.budget, "paired": d.paired, **d.interval.to_json()}
                                for d in diffs] for name, diffs in c.differences.items()},
+        "target_sample_differences": {
+            name: [None if d is None else {"target_samples": d.budget, "paired": d.paired, **d.interval.to_json()}
+                   for d in diffs] for name, diffs in c.target_differences.items()},
         "baseline_followup": {name: {"targets": n, "solved_later": s} for name, (n, s) in c.baseline_followup.items()},
         "never_solved_by_baseline": {name: {"targets": n.targets, "solved": n.solved}
                                      for name, n in c.never_solved.items()},

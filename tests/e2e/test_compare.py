@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from sgs.analysis.compare import CompareError, baseline_followup, compare, followup, main
+from sgs.analysis.compare import CompareError, baseline_followup, compare, followup, main, render_markdown, to_json
 from sgs.analysis.report import read_run
 from sgs.analysis.scaling import scaling_curve
 from sgs.state.store import Store
@@ -179,3 +179,37 @@ def test_the_mechanism_counts_targets_solved_after_their_conjectures_were_traine
     # The paper's Figure 13: the baseline never solved t_b; SGS did
     assert (c.never_solved["standard"].targets, c.never_solved["standard"].solved) == (1, 1)
     assert followup(base).trained_targets == {}
+
+
+def attempts_run(run_dir: Path, experiment: str, rates, generations, targets_attempted) -> Path:
+    """A run that records how many training targets each iteration attempted (k = 8)."""
+    metrics_run(run_dir, experiment, 0, rates, generations)
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    config["method"]["num_solver_samples"] = 8
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    for line, attempted in zip(lines, targets_attempted):
+        line["targets_attempted"] = attempted
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return run_dir
+
+
+def test_methods_are_also_compared_per_sample_on_the_targets(tmp_path):
+    # SGS spends twice the baseline's generations per iteration (conjectures), but the same
+    # 10 targets x 8 samples: per target sample it leads by 0.1 at every iteration, per generation
+    # it trails (at 160 generations: SGS 0.3 after one iteration, the baseline 0.4 after two).
+    sgs = read_run(attempts_run(tmp_path / "sgs", "standard", [0.3, 0.5, 0.6], [160, 320, 480], [10, 10, 10]))
+    base = read_run(attempts_run(tmp_path / "rl", "reinforce_half_solver_only", [0.2, 0.4, 0.5], [80, 160, 240],
+                                 [10, 10, 10]))
+    c = compare([sgs, base], budgets=3)
+    assert c.target_budgets["standard"] == pytest.approx([80, 160, 240])
+    assert [d.interval.mean for d in c.target_differences["standard"]] == pytest.approx([0.1, 0.1, 0.1])
+    assert c.pair_budgets["standard"] == pytest.approx([160, 200, 240])
+    assert c.differences["standard"][0].interval.mean == pytest.approx(0.3 - 0.4)
+    text = render_markdown(c)
+    assert "at equal samples on the targets" in text and "budget (target samples)" in text
+    assert to_json(c)["target_sample_differences"]["standard"][1]["target_samples"] == pytest.approx(160)
+    # Runs that do not record the targets they attempted are compared per generation only.
+    plain = compare([read_run(metrics_run(tmp_path / "a", "standard", 0, [0.3, 0.5], [160, 320])),
+                     read_run(metrics_run(tmp_path / "b", "reinforce_half_solver_only", 0, [0.2, 0.4], [80, 160]))])
+    assert plain.target_differences == {} and "at equal samples on the targets" not in render_markdown(plain)
