@@ -18,7 +18,8 @@ warns of: long, easy, unrelated statements) shows as falling overlaps.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from statistics import fmean
 
 from sgs.method.roles import canonical_form
@@ -77,6 +78,36 @@ def closeness_metrics(conjectures: Sequence[Conjecture], scores: Mapping[str, Co
         "kept_conjecture_statement_overlap": _mean(overlap[c] for c in kept),
         "conjecture_proof_overlap": _mean(coverage),
     }
+
+
+def coverage(needed: set[str], used: set[str]) -> float:
+    """The share of ``needed`` that ``used`` holds (1.0 when nothing is needed)."""
+    return len(needed & used) / len(needed) if needed else 1.0
+
+
+@dataclass(frozen=True)
+class OwnAndOther:
+    """A closeness measured against each item's own target and, as the chance
+    level, against every other target: generic statements or proof words
+    (``intros``, ``lia``) score as high on the second as on the first."""
+
+    own: float | None
+    """Mean over the items of the measure against their own target."""
+    other: float | None
+    """Mean over the items and every other target of the measure."""
+    items: int
+    """Items measured (those whose own target has a reference)."""
+
+
+def own_and_other(items: Sequence[tuple[str, set[str]]], references: Mapping[str, set[str]],
+                  measure: Callable[[set[str], set[str]], float]) -> OwnAndOther:
+    """``measure(reference, item)`` of each ``(target id, item)`` against its own
+    target's reference and against every other target's."""
+    measured = [(target, item) for target, item in items if target in references]
+    own = [measure(references[target], item) for target, item in measured]
+    other = [measure(reference, item) for target, item in measured
+             for other_target, reference in references.items() if other_target != target]
+    return OwnAndOther(_mean(own), _mean(other), len(measured))
 
 
 def _mean(values: Iterable[float]) -> float | None:

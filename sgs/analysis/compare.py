@@ -24,6 +24,8 @@ config's ``experiment``; each run is one seed.  The output, in ``--out``
   (each method minus the baseline against generations, with its band) and
   ``figure1.png`` (laid out like the paper's Figure 1: mean curves with
   bands, each method's fitted scaling law dashed and its asymptote dotted);
+* how close the trained-on conjectures stayed to their targets over the
+  whole run, beside the chance level (:mod:`sgs.analysis.run_closeness`);
 * the fits per seed with their robustness refits (the paper's Figure 8:
   without the last 10/20/30% of the points, and 100 random halves), the
   mechanism's diagnostics per iteration (:mod:`sgs.analysis.diagnostics`,
@@ -42,7 +44,7 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +57,7 @@ from sgs.analysis.diagnostics import NeverSolved, diagnostic_rows, never_solved_
 from sgs.analysis.report.page import markdown_table
 from sgs.analysis.report.runs import ReportError, RunData, find_run_dirs, read_run
 from sgs.analysis.report.series import Followup, followup
+from sgs.analysis.run_closeness import RunCloseness, run_closeness
 from sgs.analysis.scaling import DEFAULT_MIN_GENERATIONS, FitReport
 
 #: The RL baseline's experiment name: the default baseline when the sweep has it.
@@ -132,6 +135,9 @@ class MethodSummary:
     iteration_seconds: list[float]
     """Wall time of every timed iteration of every seed (the phases' sum; a phase finished
     before a resume has no timing, so its iteration is left out)."""
+    closeness: list[RunCloseness]
+    """Per seed whose Conjecturer was trained, how close its trained-on conjectures stayed to
+    their targets over the whole run (:mod:`sgs.analysis.run_closeness`)."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +206,9 @@ def compare(runs: Sequence[RunData], *, baseline: str | None = None, budgets: in
             held_out=t_interval(held_out, confidence) if len(held_out) == len(members) else None,
             fits=method_fits(method_curves, min_generations=min_generations),
             followup=(sum(len(f.trained_targets) for f in follow), sum(len(f.solved_after) for f in follow)),
-            iteration_seconds=[seconds for run, _ in members for seconds in iteration_seconds(run)])
+            iteration_seconds=[seconds for run, _ in members for seconds in iteration_seconds(run)],
+            closeness=[found for run, _ in members if run.trains_conjecturer
+                       and (found := run_closeness(run.run_dir)) is not None])
     base_curves = [c for _, c in grouped[baseline]]
     base_by_seed = {c.seed: run for run, c in grouped[baseline]}
     differences, pair_budgets, base_follow, never_solved = {}, {}, {}, {}
@@ -327,6 +335,31 @@ def mechanism_rows(c: Comparison) -> list[list[str]]:
     return rows
 
 
+def closeness_rows(c: Comparison) -> list[list[str]]:
+    """Per method whose Conjecturer was trained: the closeness of its trained-on conjectures to
+    their own targets and to the other targets (chance), seed means."""
+    rows = [["method", "conjectures (with a solved target)", "statement overlap: own target",
+             "other targets", "target proof names used: own target", "other targets"]]
+    for m in c.methods.values():
+        if not m.closeness:
+            continue
+        statements = [r.statements for r in m.closeness]
+        proofs = [r.proofs for r in m.closeness]
+        rows.append([m.method, f"{sum(s.items for s in statements)} ({sum(p.items for p in proofs)})",
+                     _seed_mean([s.own for s in statements]), _seed_mean([s.other for s in statements]),
+                     _seed_mean([p.own for p in proofs]), _seed_mean([p.other for p in proofs])])
+    return rows
+
+
+def _seed_mean(values: Sequence[float | None]) -> str:
+    measured = [v for v in values if v is not None]
+    return f"{np.mean(measured):.3f}" if measured else "—"
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
 def latex_table(rows: Sequence[Sequence[str]], caption: str) -> str:
     def cell(text: str) -> str:
         for plain, escaped in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"),
@@ -361,6 +394,14 @@ def render_markdown(c: Comparison) -> str:
                   "had not been solved by then; it is solved later if first solved in an iteration after i. "
                   "The baseline column asks the same of the baseline run with the same seed, on the same "
                   "targets, from the same iteration.", ""] + markdown_table(mechanism)
+    closeness = closeness_rows(c)
+    if len(closeness) > 1:
+        lines += ["", "## How close the conjectures stayed to their targets", "",
+                  "Every conjecture the Conjecturer was trained on, over the whole run: its statement against "
+                  "its target's (Jaccard of canonical symbols), and the names its valid proofs used against "
+                  "those of every valid proof the run found for its target (the share covered; only conjectures "
+                  "whose target was solved). Each also against every other target: the chance level.", ""]
+        lines += markdown_table(closeness)
     min_generations = next((r.min_generations for m in c.methods.values() for r in m.fits.per_seed.values()), None)
     lines += ["", "## Scaling-law fits", "",
               f"R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B), fitted past {min_generations:,} generations and "
@@ -392,6 +433,7 @@ def to_json(c: Comparison) -> dict:
             "mean_curve_fit": None if m.fits.mean_curve is None else m.fits.mean_curve.to_json(),
             "followup": {"trained_targets": m.followup[0], "solved_later": m.followup[1]},
             "iteration_seconds": m.iteration_seconds,
+            "closeness": [{"statements": asdict(r.statements), "proofs": asdict(r.proofs)} for r in m.closeness],
         } for name, m in c.methods.items()},
         "differences": {name: [None if d is None else {"budget": d.budget, "paired": d.paired, **d.interval.to_json()}
                                for d in diffs] for name, diffs in c.differences.items()},

@@ -12,12 +12,16 @@ import numpy as np
 import pytest
 import yaml
 
-from sgs.analysis.compare import CompareError, baseline_followup, compare, followup, main, render_markdown, to_json
+from sgs.analysis.compare import baseline_followup, compare, followup, main, render_markdown, to_json
 from sgs.analysis.report import read_run
 from sgs.analysis.scaling import scaling_curve
 from sgs.state.store import Store
 from tests.paths import REPO
-from tests.unit.sgs.analysis.test_report import TARGETS, _attempt, _conjecture, _metrics, _phase, _score
+from lean_env.verdict import Status, Verdict
+from sgs.analysis.run_closeness import run_closeness
+from sgs.state.records import Attempt, Conjecture, Target
+from tests.unit.sgs.analysis.test_report import (
+    HEADER, TARGETS, _attempt, _completion, _conjecture, _metrics, _phase, _score)
 
 
 def metrics_run(run_dir: Path, experiment: str, seed: int, rates, generations) -> Path:
@@ -213,3 +217,38 @@ def test_methods_are_also_compared_per_sample_on_the_targets(tmp_path):
     plain = compare([read_run(metrics_run(tmp_path / "a", "standard", 0, [0.3, 0.5], [160, 320])),
                      read_run(metrics_run(tmp_path / "b", "reinforce_half_solver_only", 0, [0.2, 0.4], [80, 160]))])
     assert plain.target_differences == {} and "at equal samples on the targets" not in render_markdown(plain)
+
+
+def _proved(problem: str, kind: str, proof: str) -> Attempt:
+    return Attempt(id=f"{problem}#0", iteration=0, problem_id=problem, problem_kind=kind, completion=_completion(),
+                   proof=proof, extraction_error=None, verdict=Verdict(Status.VALID), reward=1.0)
+
+
+def test_closeness_of_the_trained_on_conjectures_over_the_whole_run(tmp_path):
+    targets = [Target(id="t_a", header=HEADER, statement="Theorem t_a : forall n : nat, n + 0 = n."),
+               Target(id="t_b", header=HEADER, statement="Theorem t_b : forall l : list nat, length l >= 0.")]
+    store = Store.open(tmp_path / "run", targets, {"experiment": "standard", "seed": 0, "method": {
+        "use_guide": True, "train_conjecturer": True, "num_solver_samples": 1}})
+    ours = Conjecture(id="c0", iteration=0, target_id="t_a", completion=_completion(),
+                      statement="Theorem c0 : forall m : nat, m + 0 = m.", extraction_error=None)
+    dropped = Conjecture(id="c1", iteration=0, target_id="t_b", completion=_completion(),
+                         statement="Theorem c1 : 1 = 1.", extraction_error=None)
+    _phase(store, 0, "conjecture", [ours, dropped])
+    _phase(store, 0, "prove", [_proved("t_a", "target", "Proof. intros n. apply plus_n_O. Qed."),
+                               _proved("t_b", "target", "Proof. intros l. lia. Qed."),
+                               _proved("c0", "conjecture", "Proof. intros m. apply plus_n_O. Qed."),
+                               _proved("c1", "conjecture", "Proof. reflexivity. Qed.")])
+    _phase(store, 0, "review", [_score("c0", kept=True, weight=1.0), _score("c1", kept=False, weight=0.0)])
+    store.append_metrics(_metrics(0, 10, 1.0, targets_attempted=2))
+    _phase(store, 0, "record")
+    store.close()
+    found = run_closeness(tmp_path / "run")
+    # Only c0 was trained on.  Its statement is t_a's up to names: {$v0 + , 0 : = forall nat};
+    # against t_b's {$v0 , 0 : >= forall length list nat}: 6 shared of 11.
+    assert (found.statements.items, found.statements.own) == (1, pytest.approx(1.0))
+    assert found.statements.other == pytest.approx(6 / 11)
+    # c0's proof names {intros m apply plus_n_O}: 3 of t_a's {intros n apply plus_n_O}, 1 of t_b's {intros l lia}
+    assert (found.proofs.items, found.proofs.own, found.proofs.other) == (1, pytest.approx(3 / 4), pytest.approx(1 / 3))
+    c = compare([read_run(tmp_path / "run")])
+    assert "How close the conjectures stayed to their targets" in render_markdown(c)
+    assert to_json(c)["methods"]["standard"]["closeness"][0]["proofs"]["own"] == pytest.approx(3 / 4)

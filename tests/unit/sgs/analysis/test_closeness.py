@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lean_env.verdict import Status, Verdict
-from sgs.analysis.closeness import closeness_metrics, jaccard, proof_names, statement_symbols
+from sgs.analysis.closeness import closeness_metrics, coverage, jaccard, own_and_other, proof_names, statement_symbols
 from sgs.state.records import Attempt, Completion, Conjecture, ConjectureScore, prompt_digest
 
 TARGET = "Theorem add_zero : forall n : nat, n + 0 = n."
@@ -72,3 +72,21 @@ def test_closeness_metrics_are_none_without_material():
     assert closeness_metrics([], {}, [], {}, {}, "rocq") == {
         "conjecture_statement_overlap": None, "kept_conjecture_statement_overlap": None,
         "conjecture_proof_overlap": None}
+
+
+def test_coverage_is_the_share_of_what_is_needed():
+    assert coverage({"intros", "lia", "plus_n_O"}, {"intros", "plus_n_O", "auto"}) == pytest.approx(2 / 3)
+    assert coverage(set(), {"auto"}) == 1.0
+
+
+def test_own_and_other_set_each_item_against_its_target_and_the_rest():
+    references = {"a": {"x", "y"}, "b": {"y", "z"}, "c": {"w"}}
+    # item 1 of target a: {x}; item 2 of target b: {y, z}; item 3 of target d (no reference): left out
+    items = [("a", {"x"}), ("b", {"y", "z"}), ("d", {"x"})]
+    found = own_and_other(items, references, coverage)
+    assert found.items == 2
+    assert found.own == pytest.approx((1 / 2 + 1) / 2)
+    # item 1 against b (0) and c (0); item 2 against a (1/2) and c (0)
+    assert found.other == pytest.approx((0 + 0 + 1 / 2 + 0) / 4)
+    empty = own_and_other([("d", {"x"})], references, coverage)
+    assert (empty.own, empty.other, empty.items) == (None, None, 0)
