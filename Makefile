@@ -3,7 +3,7 @@
 #   make test   set everything up, then run the test suite
 PY := .venv/bin/python
 
-.PHONY: setup demo test test-full test-fast test-unit verify-sample bench bench-quick gpu-check ablation long-horizon clean
+.PHONY: setup demo test test-full test-fast test-unit verify-sample bench bench-quick gpu-check ablation long-horizon long-horizon-levers clean
 
 setup:
 	bash tools/setup.sh
@@ -88,6 +88,22 @@ long-horizon: setup
 	    iterations=40 stop.flat_iterations=5 stop.min_iterations=20 \
 	    'hydra.sweep.subdir=$${experiment}_seed$${seed}' run_dir=$(LONG_DIR) $(LONG_ARGS)
 	$(PY) -m tools.compare $(LONG_DIR) --min-generations 5000
+
+# the levers of the long-horizon comparison (not in CI): the standard setting with one
+# change each (conf/lever/: Guide off, two conjectures per target, a third and three times
+# the learning rate, free statements, a larger tiny model) and unchanged (lever_none),
+# x two seeds, LEVER_ITERATIONS each, then the comparison against lever_none.  Resumable
+# in pieces like long-horizon; about 25 minutes per run here (the larger model more)
+LEVER_DIR ?= runs/levers
+LEVER_SEEDS ?= 0,1
+LEVERS ?= none,no_guide,two_conjectures,lr_low,lr_high,free_grammar,wider_model
+LEVER_ITERATIONS ?= 12
+long-horizon-levers: setup
+	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs -m seed=$(LEVER_SEEDS) +experiment=standard \
+	    +lever=$(LEVERS) model=tiny prover=rocq resources=local_cpu scale=laptop logging.progress_bars=false \
+	    iterations=$(LEVER_ITERATIONS) 'hydra.sweep.subdir=$${experiment}_seed$${seed}' run_dir=$(LEVER_DIR) \
+	    $(LEVER_ARGS)
+	$(PY) -m tools.compare $(LEVER_DIR) --baseline lever_none --min-generations 5000
 
 clean:
 	rm -rf .venv runs .pytest_cache

@@ -24,16 +24,21 @@ SWEEP = ["model=tiny", "prover=rocq", "resources=local_cpu", "scale=laptop", "lo
 
 def flat_run(run_dir: Path, experiment: str, seed: int, gain: float) -> None:
     """A run of 22 recorded iterations whose last 5 added nothing."""
+    recorded_run(run_dir, [f"+experiment={experiment}", f"seed={seed}", *SWEEP], 22, gain)
+
+
+def recorded_run(run_dir: Path, overrides: list[str], iterations: int, gain: float) -> None:
+    """A run of the config the overrides compose, with ``iterations`` finished iterations whose
+    solve rate rises by ``gain`` over the first 16."""
     from hydra import compose, initialize_config_dir
 
     from sgs.__main__ import read_run_targets
     from sgs.config import CONFIG_DIR, CONFIG_NAME, validate
 
-    overrides = [f"+experiment={experiment}", f"seed={seed}", *SWEEP, f"run_dir={run_dir}"]
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
-        cfg = validate(compose(config_name=CONFIG_NAME, overrides=overrides))
+        cfg = validate(compose(config_name=CONFIG_NAME, overrides=[*overrides, f"run_dir={run_dir}"]))
     with Store.open(run_dir, read_run_targets(cfg), asdict(cfg)) as store:
-        for iteration in range(22):
+        for iteration in range(iterations):
             rate = 0.35 + gain * min(iteration, 16) / 16
             for phase in PHASES:
                 if phase == "record":
@@ -65,3 +70,20 @@ def test_make_long_horizon_finds_its_finished_runs_and_compares_them(tmp_path):
     assert (sweep / "comparison" / "figure1.png").is_file()
     # five phases of 10 s, 22 iterations
     assert "| 50 (50–50; 0.3 h in all) |" in (sweep / "comparison" / "comparison.md").read_text()
+
+
+@pytest.mark.slow
+def test_make_long_horizon_levers_finds_its_finished_runs_and_compares_them_with_lever_none(tmp_path):
+    sweep = tmp_path / "levers"
+    for lever, gain in (("none", 0.1), ("two_conjectures", 0.15)):
+        recorded_run(sweep / f"lever_{lever}_seed0", ["+experiment=standard", f"+lever={lever}", "seed=0",
+                                                      *SWEEP[:5], "iterations=12"], 12, gain)
+    proc = subprocess.run(["make", "long-horizon-levers", f"LEVER_DIR={sweep}", "LEVER_SEEDS=0",
+                           "LEVERS=none,two_conjectures"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("all 12 iterations are done") == 2, proc.stdout[-3000:]
+    assert "Started a local Ray instance" not in proc.stdout + proc.stderr
+    numbers = json.loads((sweep / "comparison" / "comparison.json").read_text())
+    assert numbers["baseline"] == "lever_none"
+    # after 12 iterations the rates have risen by 11/16 of the gains: 0.05 x 11/16 apart
+    assert numbers["differences"]["lever_two_conjectures"][-1]["mean"] == pytest.approx(0.05 * 11 / 16)
