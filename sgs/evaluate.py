@@ -82,10 +82,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"targets.source: {error}", file=sys.stderr)
         return EXIT_CONFIG
     result = replace(result, wall_seconds=time.perf_counter() - started)
-    problems_path, summary_path = result.write(evaluation.output_dir)
+    problems_path, summary_path = result.write(evaluation.output_dir or default_output_dir())
     print(format_table(result))
     print(f"benchmark read from {benchmark.source}; wrote {problems_path} and {summary_path}")
     return 0
+
+
+def default_output_dir() -> str:
+    """Where an evaluation without ``evaluation.output_dir`` writes: a folder named by the time of the call."""
+    return f"runs/evaluations/{time.strftime('%Y-%m-%d_%H-%M-%S')}"
 
 
 def checkpoint_problems(checkpoint: str | None) -> list[str]:

@@ -48,8 +48,10 @@ class EvaluationConfig:
     #: hub id.  Null evaluates the run's base model, warm-started as
     #: ``python -m sgs`` would start it.
     checkpoint: str | None = None
-    #: Where ``python -m sgs.evaluate`` writes ``problems.jsonl`` and ``summary.json``.
-    output_dir: str = "runs/evaluations/${now:%Y-%m-%d_%H-%M-%S}"
+    #: Where ``python -m sgs.evaluate`` writes ``problems.jsonl`` and
+    #: ``summary.json``; null: ``runs/evaluations/<date>_<time>`` of the call
+    #: (chosen when it runs, not in the config, so a resumed run's config keeps it).
+    output_dir: str | None = None
     #: Coverage of the bootstrap confidence interval of each pass@k.
     confidence: float = 0.95
     #: Evaluate the Solver on the benchmark every N iterations of a run; 0 never does.
@@ -81,7 +83,7 @@ def evaluation_problems(evaluation: EvaluationConfig) -> list[str]:
     at_least(problems, "evaluation.samples_per_problem", evaluation.samples_per_problem, 1)
     if evaluation.checkpoint is not None and not evaluation.checkpoint.strip():
         problems.append("evaluation.checkpoint must not be empty; use null for the run's base model")
-    if not evaluation.output_dir.strip():
+    if evaluation.output_dir is not None and not evaluation.output_dir.strip():
         problems.append("evaluation.output_dir must not be empty")
     if not 0.0 < evaluation.confidence < 1.0:
         problems.append(f"evaluation.confidence={evaluation.confidence!r} must lie strictly between 0 and 1")

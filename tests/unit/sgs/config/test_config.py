@@ -535,3 +535,22 @@ def test_remote_cluster_skips_the_local_machine_checks(no_cuda):
     problems = C.requirements_problems(cfg)
     assert not any("CUDA" in p or "Lean" in p for p in problems)
     assert C.suggested_overrides(cfg) == []
+
+
+def test_only_run_dir_carries_the_time_of_day():
+    # A resumed run is composed again later: any other value that holds the time would
+    # differ from the stored config and be logged as a change on every resume.
+    import time as clock
+
+    today = clock.strftime("%Y-%m-%d")
+    resolved = OmegaConf.to_container(compose_cfg(), resolve=True)
+
+    def timed(node, path=""):
+        for key, value in node.items():
+            if isinstance(value, dict):
+                yield from timed(value, f"{path}{key}.")
+            elif isinstance(value, str) and today in value:
+                yield f"{path}{key}"
+
+    assert list(timed(resolved)) == ["run_dir"]
+    assert resolved["evaluation"]["output_dir"] is None
