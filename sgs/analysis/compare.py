@@ -374,6 +374,11 @@ def latex_table(rows: Sequence[Sequence[str]], caption: str) -> str:
     return "\n".join(lines)
 
 
+def _section(title: str, rows: list[list[str]], explanation: str) -> list[str]:
+    """A titled table with its explanation; nothing when the table has no row below its header."""
+    return ["", f"## {title}", "", explanation, ""] + markdown_table(rows) if len(rows) > 1 else []
+
+
 def render_markdown(c: Comparison) -> str:
     level = f"{c.confidence:.0%}"
     lines = ["# SGS sweep comparison", "",
@@ -381,27 +386,22 @@ def render_markdown(c: Comparison) -> str:
              f"ran the same seeds (same seed, same iteration-0 samples), Welch's otherwise.", "",
              "## Methods", ""] + markdown_table(method_rows(c))
     lines += ["", f"## Against {c.baseline} at equal generation budgets", ""] + markdown_table(difference_rows(c))
-    if c.target_differences:
-        lines += ["", f"## Against {c.baseline} at equal samples on the targets", "",
-                  "The same difference, with the budget counted in the Solver's samples on the training targets "
-                  "alone: what a method spends on conjectures and reviews is left out, so this asks whether its "
-                  "attempts at the targets did better, whatever they cost.", ""]
-        lines += markdown_table(difference_rows(c, target_samples=True))
-    mechanism = mechanism_rows(c)
-    if len(mechanism) > 1:
-        lines += ["", "## The Conjecturer's mechanism", "",
-                  "A target counts when one of its conjectures was trained on in iteration i and the target "
-                  "had not been solved by then; it is solved later if first solved in an iteration after i. "
-                  "The baseline column asks the same of the baseline run with the same seed, on the same "
-                  "targets, from the same iteration.", ""] + markdown_table(mechanism)
-    closeness = closeness_rows(c)
-    if len(closeness) > 1:
-        lines += ["", "## How close the conjectures stayed to their targets", "",
-                  "Every conjecture the Conjecturer was trained on, over the whole run: its statement against "
-                  "its target's (Jaccard of canonical symbols), and the names its valid proofs used against "
-                  "those of every valid proof the run found for its target (the share covered; only conjectures "
-                  "whose target was solved). Each also against every other target: the chance level.", ""]
-        lines += markdown_table(closeness)
+    lines += _section(
+        f"Against {c.baseline} at equal samples on the targets", difference_rows(c, target_samples=True),
+        "The same difference, with the budget counted in the Solver's samples on the training targets alone: "
+        "what a method spends on conjectures and reviews is left out, so this asks whether its attempts at the "
+        "targets did better, whatever they cost.")
+    lines += _section(
+        "The Conjecturer's mechanism", mechanism_rows(c),
+        "A target counts when one of its conjectures was trained on in iteration i and the target had not been "
+        "solved by then; it is solved later if first solved in an iteration after i. The baseline column asks "
+        "the same of the baseline run with the same seed, on the same targets, from the same iteration.")
+    lines += _section(
+        "How close the conjectures stayed to their targets", closeness_rows(c),
+        "Every conjecture the Conjecturer was trained on, over the whole run: its statement against its target's "
+        "(Jaccard of canonical symbols), and the names its valid proofs used against those of every valid proof "
+        "the run found for its target (the share covered; only conjectures whose target was solved). Each also "
+        "against every other target: the chance level.")
     min_generations = next((r.min_generations for m in c.methods.values() for r in m.fits.per_seed.values()), None)
     lines += ["", "## Scaling-law fits", "",
               f"R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B), fitted past {min_generations:,} generations and "
