@@ -155,6 +155,7 @@ class Comparison:
     """Method -> method minus baseline at each of ``target_budgets[method]``, counted in Solver samples
     on the training targets (:func:`target_sample_curve`); absent where a run lacks the counts."""
     target_budgets: dict[str, list[float]]
+    """Method -> the budgets of ``target_differences``, in Solver samples on the training targets."""
     baseline_followup: dict[str, tuple[int, int]]
     """Method -> (targets, solved later) for the baseline on the method's trained targets, paired by seed."""
     never_solved: dict[str, NeverSolved]
