@@ -68,15 +68,15 @@ def closeness_metrics(conjectures: Sequence[Conjecture], scores: Mapping[str, Co
     for a in attempts:
         if a.problem_kind == "conjecture" and a.problem_id in kept and a.verdict is not None and a.verdict.valid:
             conjecture_names.setdefault(kept[a.problem_id], set()).update(proof_names(a.proof, language))
-    coverage = []
+    covered = []
     for target_id, names in conjecture_names.items():
         needed = set().union(*(proof_names(p, language) for p in target_proofs.get(target_id, ())))
         if needed:
-            coverage.append(len(needed & names) / len(needed))
+            covered.append(coverage(needed, names))
     return {
         "conjecture_statement_overlap": _mean(overlap.values()),
         "kept_conjecture_statement_overlap": _mean(overlap[c] for c in kept),
-        "conjecture_proof_overlap": _mean(coverage),
+        "conjecture_proof_overlap": _mean(covered),
     }
 
 

@@ -357,10 +357,6 @@ def _seed_mean(values: Sequence[float | None]) -> str:
     return f"{np.mean(measured):.3f}" if measured else "—"
 
 
-def _number(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}"
-
-
 def latex_table(rows: Sequence[Sequence[str]], caption: str) -> str:
     def cell(text: str) -> str:
         for plain, escaped in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"),
