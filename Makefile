@@ -93,7 +93,8 @@ long-horizon: setup
 # change each (conf/lever/: Guide off, two conjectures per target, a third and three times
 # the learning rate, free statements, a larger tiny model) and unchanged (lever_none),
 # x two seeds, LEVER_ITERATIONS each, then the comparison against lever_none.  Resumable
-# in pieces like long-horizon; about 25 minutes per run here (the larger model more)
+# in pieces like long-horizon; estimated (not yet measured) at about 25 minutes per run here, more for
+# the larger model
 LEVER_DIR ?= runs/levers
 LEVER_SEEDS ?= 0,1
 LEVERS ?= none,no_guide,two_conjectures,lr_low,lr_high,free_grammar,wider_model
