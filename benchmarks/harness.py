@@ -87,9 +87,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               (_headline("serve_batching"),), quick_args=("--clients", "4", "--requests", "8", "--attempts", "4")),
     Benchmark("startup", "fixed costs of every run: three roles' engine groups (tiny transformers engines) started one "
               "after another vs all at once (second figure: a one-worker Ray Train run with the controller polling "
-              "at Ray's 2 s vs SGS's 0.5 s; third: two models trained in one run each vs both in one run)",
+              "at Ray's 2 s vs SGS's 0.5 s; third: two models trained in one run each vs both in one run; fourth: three "
+              "training phases of two models in a Ray Train run each vs one kept learner)",
               "(start-up time saved)",
-              (_headline("startup"), ("learner_poll", "learner_poll: "), ("learner_runs", "learner_runs: ")),
+              (_headline("startup"), ("learner_poll", "learner_poll: "), ("learner_runs", "learner_runs: "),
+               ("learner_kept", "learner_kept: ")),
               quick_args=("--rounds", "1")),
 )
 

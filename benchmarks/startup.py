@@ -15,14 +15,19 @@ by side in one process.
   2 s against SGS's 0.5 s (``RAY_TRAIN_HEALTH_CHECK_INTERVAL_S``).
 * two models (an iteration's Solver and Conjecturer): one Ray Train run
   each, one after another (how the loop used to train them),
-  against both in one run (:func:`sgs.machinery.learner.train_models`, what
-  it does now).
+  against both in one run (:func:`sgs.machinery.learner.train_models`).
+* three training phases of those two models (three iterations): a Ray
+  Train run per phase (how the loop trained until it kept its learner)
+  against one :class:`sgs.machinery.learner.RayTrainLearner` called three
+  times (what it does now: the workers start at the first phase only).
 
 Rounds alternate the ways, so that a change of the machine's load touches
 each.  Prints a table and the figures ``learner_poll: <ratio>x`` (seconds
 per run at 2 s over 0.5 s), ``learner_runs: <ratio>x`` (seconds for the two
-models in two runs over one) and, last, ``startup: <ratio>x`` (seconds to
-start the engines one after another over all at once; medians).
+models in two runs over one), ``learner_kept: <ratio>x`` (seconds for the
+three phases in a run each over one kept learner) and, last,
+``startup: <ratio>x`` (seconds to start the engines one after another over
+all at once; medians).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import ray
 from transformers import AutoTokenizer
 
 from sgs.machinery.engines import EngineGroup, EngineGroupSettings
-from sgs.machinery.learner import TrainExample, TrainJob, TrainSettings, train, train_models
+from sgs.machinery.learner import RayTrainLearner, TrainExample, TrainJob, TrainSettings, train, train_models
 from shapes import build_model
 
 POLL_VARIABLE = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
@@ -85,6 +90,24 @@ def train_two(checkpoint: str, examples: list[TrainExample], one_run: bool, outp
     return time.perf_counter() - begin
 
 
+def train_phases(checkpoint: str, examples: list[TrainExample], kept: bool, output: Path, phases: int = 3) -> float:
+    """Seconds for ``phases`` training phases of two models each: a Ray Train
+    run per phase, or one learner kept for all of them (closed at the end)."""
+    settings = TrainSettings(learner_workers=1, global_batch_size=len(examples))
+    begin = time.perf_counter()
+    learner = RayTrainLearner(str(output / "state"), name=f"startup-bench-{output.name}") if kept else None
+    try:
+        for phase in range(phases):
+            jobs = [TrainJob(examples, checkpoint, "ei", str(output / f"{role}-{phase}"), seed=seed)
+                    for seed, role in enumerate(("solver", "conjecturer"))]
+            run_name = f"startup-bench-{output.name}-{phase}"
+            (learner or train_models)(jobs, settings=settings, run_name=run_name)
+    finally:
+        if learner is not None:
+            learner.close()
+    return time.perf_counter() - begin
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each way, alternating")
@@ -106,6 +129,7 @@ def main() -> None:
         engines = {"one after another": [], "all at once": []}
         learner = {"2": [], "0.5": []}
         two_models = {"one run each": [], "one run": []}
+        phases = {"a run per phase": [], "one kept learner": []}
         try:
             # Warm-up: the first engine and the first run pay one-time costs (imports, file caches).
             start_engines(checkpoint, 1, at_once=False)
@@ -119,6 +143,9 @@ def main() -> None:
                 for way in two_models:
                     two_models[way].append(train_two(checkpoint, examples, way == "one run",
                                                      Path(scratch) / f"two-{round_}-{way.replace(' ', '-')}"))
+                for way in phases:
+                    phases[way].append(train_phases(checkpoint, examples, way == "one kept learner",
+                                                    Path(scratch) / f"phases-{round_}-{way.replace(' ', '-')}"))
         finally:
             ray.shutdown()
 
@@ -128,10 +155,13 @@ def main() -> None:
     rows = {f"engines, {way}": values for way, values in engines.items()}
     rows.update({f"training run, controller poll {poll} s": values for poll, values in learner.items()})
     rows.update({f"two models, {way}": values for way, values in two_models.items()})
+    rows.update({f"three phases, {way}": values for way, values in phases.items()})
     for label, values in rows.items():
         print(f"{label:<44}{statistics.median(values):>10.2f}{min(values):>9.2f}{max(values):>9.2f}")
     print(f"learner_poll: {statistics.median(learner['2']) / statistics.median(learner['0.5']):.2f}x")
     print(f"learner_runs: {statistics.median(two_models['one run each']) / statistics.median(two_models['one run']):.2f}x")
+    kept = statistics.median(phases["a run per phase"]) / statistics.median(phases["one kept learner"])
+    print(f"learner_kept: {kept:.2f}x")
     print(f"startup: {statistics.median(engines['one after another']) / statistics.median(engines['all at once']):.2f}x")
 
 

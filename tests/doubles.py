@@ -9,7 +9,7 @@ model, in milliseconds (``tests/unit/sgs/loop/test_phases_in_process.py``,
 * :class:`TableVerifier` for the verifier pool
   (:class:`~lean_env.pool.VerifierPool`): a proof or a statement is valid
   when a function of it says so;
-* :class:`TableLearner` for the learner (:func:`~sgs.machinery.learner.train_models`,
+* :class:`TableLearner` for the learner (:class:`~sgs.machinery.learner.RayTrainLearner`,
   the :class:`~sgs.machinery.learner.Learner` protocol): it records the jobs it
   is asked to train and writes a stand-in checkpoint;
 * :class:`TablePrompter` for :class:`~sgs.machinery.prompts.Prompter`, and
@@ -244,6 +244,10 @@ class TableLearner:
         self.finished: list[list[TrainJob]] = []
         """The jobs of every call that returned (not killed), in order."""
         self.settings: list[TrainSettings] = []
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
 
     def __call__(self, jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name: str) -> list[TrainResult]:
         self.calls.append(list(jobs))

@@ -122,6 +122,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from sgs.analysis.closeness import (OwnAndOther, coverage, jaccard, own_and_other, proof_names,  # noqa: E402
+                                    statement_symbols)
 from sgs.method.roles import extract_conjecture, extract_proof  # noqa: E402  (needs the repository on the path)
 from tools import make_rocq_targets as targets_tool  # noqa: E402
 from tools.warmstart.corpus import build_corpus  # noqa: E402
@@ -173,12 +175,41 @@ def records_from_corpus(examples: Sequence[Mapping]) -> list[dict]:
     return check_records(lemmas)
 
 
-def _summary(examples: Sequence[Mapping]) -> str:
+def conjecture_closeness(examples: Sequence[Mapping],
+                         targets: Sequence[Mapping]) -> dict[str, tuple[OwnAndOther, OwnAndOther]]:
+    """Per kind of Conjecturer example, how close its lemmas are to their
+    targets, measured as a run's trained-on conjectures are
+    (:mod:`sgs.analysis.run_closeness`): statement overlap with the target's
+    statement, and the share of the names of the target's reference proof
+    that the lemma's checking proof uses; each against its own training
+    target and, as the chance level, every other one."""
+    training = [t for t in targets if not t["held_out"]]
+    statements = {t["id"]: statement_symbols(t["statement"], ROCQ) for t in training}
+    proofs = {t["id"]: proof_names(t["proof"], ROCQ) for t in training if t["proof"]}
+    by_kind: dict[str, list[tuple[str, str, str | None]]] = {}
+    for example in examples:
+        if example["role"] == "conjecturer":
+            statement = extract_conjecture(example["completion"], ROCQ).value
+            by_kind.setdefault(example["meta"]["kind"], []).append(
+                (example["source"], statement, example["meta"].get("proof")))
+    return {kind: (own_and_other([(target, statement_symbols(statement, ROCQ)) for target, statement, _ in lemmas],
+                                 statements, jaccard),
+                   own_and_other([(target, proof_names(proof, ROCQ)) for target, _, proof in lemmas if proof],
+                                 proofs, coverage))
+            for kind, lemmas in sorted(by_kind.items())}
+
+
+def _summary(examples: Sequence[Mapping], targets: Sequence[Mapping]) -> str:
     roles = Counter(e["role"] for e in examples)
     kinds = Counter((e["role"], e["meta"]["kind"]) for e in examples)
     scores = Counter(json.dumps(e["meta"]["scores"], sort_keys=True) for e in examples if e["role"] == "guide")
+    closeness = "".join(
+        f"\n  {kind}: statements {statement.own:.2f} own / {statement.other:.2f} other ({statement.items}), "
+        f"proof names {proof.own:.2f} / {proof.other:.2f} ({proof.items})"
+        for kind, (statement, proof) in conjecture_closeness(examples, targets).items())
     return (f"{len(examples)} examples: {dict(roles)}\nkinds: {dict(sorted(kinds.items()))}\n"
-            f"distinct guide reviews: {len(scores)}")
+            f"distinct guide reviews: {len(scores)}\n"
+            f"conjecture examples against their own target / every other one (lemmas):{closeness}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -216,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.output.write_text(text, encoding="utf-8")
         print(f"wrote {args.output} ({len(text.encode()):,} bytes)")
     print(f"{len(records)} distinct lemmas checked{' (schema only)' if args.no_rocq else ' by Rocq'}")
-    print(_summary(corpus.examples))
+    print(_summary(corpus.examples, targets))
     return 0
 
 

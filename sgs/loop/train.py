@@ -2,10 +2,11 @@
 iteration's attempts (or, for an objective that replays, such as expert
 iteration, of the stored proofs of the last iterations), the Conjecturer on
 its weighted conjectures; each from the role's
-current weights, both in one learner run (its workers start once per
-iteration); the roles' engines then serve the results
-(:class:`sgs.loop.weights.EngineWeights`).  A role with no examples is not
-trained; with none for either (parallel sampling always) no learner run starts."""
+current weights, both in one call of the run's learner (whose workers start
+at the first training phase and serve the whole run); the roles' engines then
+serve the results (:class:`sgs.loop.weights.EngineWeights`).  A role with no
+examples is not trained; with none for either (parallel sampling always) the
+learner is not called, and its workers never start."""
 
 from __future__ import annotations
 
@@ -125,8 +126,8 @@ def checked_prompt(prompt: str, completion: Completion) -> str:
 
 
 def learn(ctx: RunContext, iteration: int, jobs: dict[str, tuple[list[TrainExample], str]]) -> None:
-    """One learner run (``ctx.rt.learner``) training each role of ``jobs`` (its examples and
-    objective) from its current weights; the roles' engines then serve the results."""
+    """One call of the run's learner (``ctx.rt.learner``) training each role of ``jobs`` (its
+    examples and objective) from its current weights; the roles' engines then serve the results."""
     if not jobs:
         return
     settings = train_settings(ctx.cfg)

@@ -21,7 +21,7 @@ import json
 import logging
 import math
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from sgs.config import (
     weight_transfer_backend,
 )
 from sgs.machinery.engines import EngineGroup, EngineGroupSettings, SamplingSettings, shares_gpu
-from sgs.machinery.learner import Learner, TrainSettings, train_models
+from sgs.machinery.learner import Learner, RayTrainLearner, TrainSettings
 from sgs.machinery.models import ModelPaths, resolve_model_paths
 from sgs.machinery.placement import PlacementRecord
 from sgs.machinery.prompts import Prompter
@@ -66,6 +66,8 @@ AUDIT_LOG_FILE = "audit_disagreements.jsonl"
 #: What each verifier worker asks of ``resources.verifier_node_resource``: a
 #: node declaring 1 of it takes up to 1,000 workers (its CPUs are the real limit).
 VERIFIER_NODE_SHARE = 0.001
+#: The run directory's folder for Ray Train's state of the run's learner (emptied when the run ends).
+LEARNER_STATE_DIR = "learner"
 
 
 @dataclass(frozen=True)
@@ -320,18 +322,20 @@ def backend_spec(prover: ProverConfig) -> BackendSpec:
 
 @dataclass
 class Runtime:
-    """The actors one run drives: an engine group per active role, and the
-    verifier pool; the run directory's record of where they run; and the
-    learner that trains the roles (a Ray Train run per training phase)."""
+    """The actors one run drives: an engine group per active role, the
+    verifier pool, and the learner that trains the roles (one Ray Train run
+    for the whole run, :class:`~sgs.machinery.learner.RayTrainLearner`); and
+    the run directory's record of where they run."""
 
     engines: dict[str, EngineGroup]
     pool: VerifierPool
     prompter: Prompter
     placement: PlacementRecord
-    learner: Learner = field(default=train_models)
-    """What the training phase calls with its jobs (:func:`train_models`)."""
+    learner: Learner
+    """What the training phase calls with its jobs."""
 
     def shutdown(self) -> None:
+        self.learner.close()
         for group in self.engines.values():
             group.shutdown()
         self.pool.shutdown()
@@ -488,4 +492,7 @@ def build_runtime(cfg: SGSConfig, run_dir: Path, weights: dict[str, Checkpoint],
         for group in engines.values():
             group.shutdown()
         raise
-    return Runtime(engines=engines, pool=pool, prompter=Prompter(cfg.prover.language, tokenizer), placement=placement)
+    # Ray Train's state for the run's learner; the workers start at the first training phase.
+    learner = RayTrainLearner(str(run_dir / LEARNER_STATE_DIR), name=f"{cfg.experiment}-{run_dir.name}-learner")
+    return Runtime(engines=engines, pool=pool, prompter=Prompter(cfg.prover.language, tokenizer), placement=placement,
+                   learner=learner)

@@ -252,8 +252,8 @@ def test_the_command_survives_a_kill_mid_training_and_then_uses_its_cache(tmp_pa
                              start_new_session=True)
     try:
         deadline = time.monotonic() + 300
-        # The learner writes Ray Train's state into the staging directory once training runs.
-        while not list(root.glob(".*.partial/.ray_train/*")) and first.poll() is None:
+        # The learner makes the staging directory its workers write into once training is posted.
+        while not list(root.glob(".*.partial/.staging")) and first.poll() is None:
             assert time.monotonic() < deadline, "training never started"
             time.sleep(0.1)
     finally:

@@ -1,12 +1,16 @@
-"""The driver side of a training run: :func:`train` (one model) and
-:func:`train_models` (several, one after another in one run) validate and
-plan the examples, put one shard per worker in the Ray object store (no
-shared file system needed; each worker fetches only its own), run the
-TorchTrainer, then move each checkpoint Ray Train stored into its
-``output_dir`` and save the tokenizer beside it, so
-``TransformersEngine.load_weights`` can read the directory.  A run in which
-Ray loses workers is started again from its base checkpoints
-(``TrainSettings.learner_restarts``).
+"""The driver side of training: :class:`RayTrainLearner` keeps one Ray
+Train run for as long as it is used (the loop's, for the whole run), and
+:func:`train` (one model) and :func:`train_models` (several) use one for a
+single call.  Per call it validates and plans the examples, puts one shard
+per worker in the Ray object store (each worker fetches only its own),
+posts the jobs on the run's job board and waits; then it moves each
+checkpoint the workers wrote into ``output_dir/.staging`` into
+``output_dir`` and saves the tokenizer beside it, so
+``TransformersEngine.load_weights`` can read the directory.  The workers
+write where the driver reads, so on several nodes ``output_dir`` must be on
+a file system they share (as Ray Train's own checkpoints need).  A run in
+which Ray loses workers is started again and the call's jobs trained again
+from their base checkpoints (``TrainSettings.learner_restarts``).
 """
 
 from __future__ import annotations
@@ -15,13 +19,13 @@ import json
 import logging
 import os
 import shutil
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
 
 import ray
-import ray.train
 from ray.exceptions import RayActorError
 from ray.train import ControllerError, RunConfig, ScalingConfig, WorkerGroupError
 from ray.train.torch import TorchConfig, TorchTrainer
@@ -39,8 +43,9 @@ from sgs.machinery.learner.settings import (
     TrainResult,
     TrainSettings,
 )
+from sgs.machinery.learner.board import JobBoard
 from sgs.machinery.learner.strategy import find_deepspeed_resume_dir
-from sgs.machinery.learner.worker import train_worker
+from sgs.machinery.learner.worker import serve_jobs
 from sgs.method.registry import objective as registered_objective
 
 #: How often Ray Train's controller polls its workers, in seconds, unless the
@@ -49,13 +54,19 @@ from sgs.method.registry import objective as registered_objective
 #: seconds longer (``benchmarks/startup.py`` measures it); a poll is one small
 #: call per worker.
 CONTROLLER_POLL_INTERVAL_S = "0.5"
+#: How long the driver waits on the job board before it looks at the run again, in seconds.
+BOARD_POLL_S = 0.5
+#: How long closing an idle learner waits for its run to end, in seconds (its
+#: workers notice within worker.BOARD_WAIT_S; the run is a daemon thread's, so
+#: a driver never waits for it at exit).
+STOP_WAIT_S = 60.0
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class TrainJob:
-    """One model a learner run trains (:func:`train_models`); the arguments of :func:`train`."""
+    """One model a learner call trains; the arguments of :func:`train`."""
 
     examples: Sequence[TrainExample]
     base_checkpoint: str
@@ -70,12 +81,15 @@ class TrainJob:
 
 class Learner(Protocol):
     """What trains the roles' weights, as the loop's training phase calls it:
-    :func:`train_models` (one Ray Train run), or a test double that records
-    the jobs it was given (``tests/doubles.py``)."""
+    a :class:`RayTrainLearner`, or a test double that records the jobs it was
+    given (``tests/doubles.py``)."""
 
     def __call__(self, jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name: str) -> list[TrainResult]:
         """Train each job's model from its base checkpoint into its
         ``output_dir``; the results in the jobs' order."""
+
+    def close(self) -> None:
+        """Let go of whatever the learner holds between calls (its workers)."""
 
 
 def train(
@@ -89,7 +103,7 @@ def train(
     probe: tuple[list[int], list[int]] | None = None,
     weight_target: WeightTarget | None = None,
 ) -> TrainResult:
-    """Train ``base_checkpoint`` on ``examples`` with one Ray Train run; save to ``output_dir``.
+    """Train ``base_checkpoint`` on ``examples`` in a Ray Train run of its own; save to ``output_dir``.
 
     Args:
         examples: the sequences the objective selected (validated here).
@@ -103,9 +117,7 @@ def train(
         run_name: the Ray Train run's name, shown in the dashboard; unique per run by
             convention.
         probe: (prompt ids, completion ids) whose log-probs under the trained weights
-            come back in ``TrainResult.probe_logprobs``.  Ray's state for the run lives in
-            ``output_dir/.ray_train`` and is removed first, so a retried run never
-            reloads a stale one.
+            come back in ``TrainResult.probe_logprobs``.
         weight_target: running engines that get the trained weights directly from
             rank 0 (:mod:`sgs.machinery.engines.weight_transfer`) once training is done;
             ``TrainResult.weights_sent`` says whether they did.
@@ -125,12 +137,161 @@ def train(
 
 
 def train_models(jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name: str) -> list[TrainResult]:
-    """Train several models one after another in **one** Ray Train run (the loop's Solver and
-    Conjecturer each iteration): the workers start, join their process group and import
-    the libraries once, which costs more than a small run's training (12-17 s of a one-worker
-    run on 2 CPU cores; 30-40 s on an H100 machine).  Each job is what :func:`train`'s
-    arguments say, with its own seed; the results come back in the jobs' order.  Every job
-    is validated before anything starts; jobs without examples start nothing."""
+    """Train several models one after another in **one** Ray Train run that
+    ends with them (the warm start's and a test's call; the loop keeps its
+    :class:`RayTrainLearner` for the whole run).  Each job is what
+    :func:`train`'s arguments say, with its own seed; the results come back
+    in the jobs' order.  Every job is validated before anything starts; jobs
+    without examples start nothing."""
+    with tempfile.TemporaryDirectory(prefix="sgs-learner-") as storage_dir:
+        learner = RayTrainLearner(storage_dir, name=run_name)
+        try:
+            return learner(jobs, settings=settings, run_name=run_name)
+        finally:
+            learner.close()
+
+
+class RayTrainLearner:
+    """One Ray Train run that outlives a call: its workers start, join their
+    process group and import the libraries once (12-19 s of a one-worker run
+    on 2 CPU cores, about 29 s on an H200 machine, against a second or two of
+    training in a small run), then train each batch of jobs the driver posts
+    on a job board (:mod:`sgs.machinery.learner.board`) from the jobs' own
+    base checkpoints, as a run of their own would: every job loads its
+    weights, seeds itself and builds its optimizer afresh.  Between batches
+    the workers hold no model.
+
+    A run whose workers Ray lost is started again and the batch posted again
+    (``TrainSettings.learner_restarts`` per call); a run whose training code
+    raised is not, and the error is raised here.  Settings that place the
+    workers differently (their number, CPUs, GPUs) start a new run.  Call
+    :meth:`close` at the end; Ray's state for the run lives in
+    ``storage_dir``, which it empties."""
+
+    def __init__(self, storage_dir: str, *, name: str) -> None:
+        self.storage_dir = storage_dir
+        self.name = name
+        self._board: Any = None
+        self._fit: FitThread | None = None
+        self._placement: tuple | None = None
+        self._in_flight = False
+        self.starts = 0
+        """Ray Train runs started so far (the first, restarts, re-placements)."""
+
+    def __call__(self, jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name: str) -> list[TrainResult]:
+        """Train each job's model from its base checkpoint into its
+        ``output_dir``; the results in the jobs' order (``run_name`` names
+        the batch in the log)."""
+        results, configs = _prepare(jobs, settings, run_name)
+        if not configs:
+            return results
+        for attempt in range(settings.learner_restarts + 1):
+            for config in configs:
+                # A fresh start each time: nothing a lost attempt wrote is kept.
+                shutil.rmtree(config["staging_dir"], ignore_errors=True)
+                os.makedirs(config["staging_dir"])
+            try:
+                reported = self._train_batch(configs, settings)
+                break
+            except (ControllerError, WorkerGroupError) as error:
+                self._stop()
+                if attempt == settings.learner_restarts or not lost_workers(error):
+                    raise
+                log.warning("Ray Train run %r lost its workers during %r (%s); starting it again and training "
+                            "the jobs again from their base checkpoints (restart %d of at most %d)",
+                            self.name, run_name, error, attempt + 1, settings.learner_restarts)
+        for config in configs:
+            results[config["job"]] = _collect(reported[config["job"]], config, jobs[config["job"]], restarts=attempt)
+        return results
+
+    def close(self) -> None:
+        """End the run and empty ``storage_dir``.  An idle run is waited for
+        (at most :data:`STOP_WAIT_S`); one left busy by an interrupted call
+        (Ctrl-C) is not: it ends with Ray or the driver."""
+        self._stop()
+        shutil.rmtree(self.storage_dir, ignore_errors=True)
+
+    def _train_batch(self, configs: list[dict[str, Any]], settings: TrainSettings) -> dict[int, dict[str, Any]]:
+        """Post ``configs`` and wait for every job's metrics, starting the run first if need be."""
+        placement = _placement_key(settings)
+        if self._fit is not None and (self._placement != placement or not self._fit.alive()):
+            self._stop()
+        if self._fit is None:
+            self._start(settings, placement)
+        self._in_flight = True
+        number = ray.get(self._board.post.remote(configs))
+        while True:
+            # A timed wait, so that a run that died is noticed and SIGINT is handled between waits.
+            finished = ray.get(self._board.finished.remote(number, len(configs), BOARD_POLL_S))
+            if len(finished) == len(configs):
+                self._in_flight = False
+                return finished
+            if not self._fit.alive():
+                self._fit.raise_error()
+                raise RuntimeError(f"Ray Train run {self.name!r} ended before it trained every job")
+
+    def _start(self, settings: TrainSettings, placement: tuple) -> None:
+        self.starts += 1
+        run_name = f"{self.name}-{self.starts}"
+        # A fresh run: never Ray's state of one a killed driver left under the same name.
+        shutil.rmtree(os.path.join(self.storage_dir, run_name), ignore_errors=True)
+        # Read when the run starts: the controller gets it from this process's environment.
+        os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", CONTROLLER_POLL_INTERVAL_S)
+        self._board = JobBoard.remote()
+        self._fit = FitThread(_trainer(self._board, settings, run_name, self.storage_dir))
+        self._placement = placement
+
+    def _stop(self) -> None:
+        if self._fit is None:
+            return
+        try:
+            ray.get(self._board.close.remote(), timeout=BOARD_POLL_S * 10)
+        except Exception as error:  # a board that is gone has nothing to close
+            log.debug("closing the job board of %r: %s", self.name, error)
+        self._fit.join(0.0 if self._in_flight else STOP_WAIT_S)
+        ray.kill(self._board)
+        self._fit = self._board = None
+        self._in_flight = False
+
+
+class FitThread:
+    """``trainer.fit()`` in a thread of its own, watched by the driver between
+    its timed waits on the board.  Called on the main thread, Ray Train
+    installs a SIGINT handler that aborts its run and never puts the driver's
+    own back: a Ctrl-C during a training phase was absorbed and the loop went
+    on, and so did every later one.  Here a Ctrl-C raises KeyboardInterrupt
+    in the driver as anywhere else in the loop; the run's workers end with
+    the driver, and a resumed run redoes the unfinished phase."""
+
+    def __init__(self, trainer: Any) -> None:
+        self.outcome: dict[str, Any] = {}
+
+        def fit() -> None:
+            try:
+                self.outcome["result"] = trainer.fit()
+            except BaseException as error:
+                self.outcome["error"] = error
+
+        # A daemon: a driver that stops on Ctrl-C must not wait for the run at exit.
+        self.thread = threading.Thread(target=fit, name="ray-train-fit", daemon=True)
+        self.thread.start()
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def join(self, timeout: float) -> None:
+        self.thread.join(timeout)
+
+    def raise_error(self) -> None:
+        """Raise ``fit``'s error, if it ended with one."""
+        if "error" in self.outcome:
+            raise self.outcome["error"]
+
+
+def _prepare(jobs: Sequence[TrainJob], settings: TrainSettings,
+             run_name: str) -> tuple[list[TrainResult | None], list[dict[str, Any]]]:
+    """The results of jobs that need no training (their base checkpoint back)
+    and the workers' configs of the others, each validated and planned."""
     results: list[TrainResult | None] = [None] * len(jobs)
     configs = []
     for index, job in enumerate(jobs):
@@ -148,8 +309,9 @@ def train_models(jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name:
         configs.append({
             "job": index,
             "output_dir": output_dir,
+            "staging_dir": os.path.join(output_dir, STAGING_DIR),
             "num_truncated": sum(a is not b for a, b in zip(job.examples, truncated)),
-            # Each worker fetches only its own share; the refs stay alive here for the whole run.
+            # Each worker fetches only its own share; the refs stay alive here until the job is done.
             "plans": [ray.put(worker_plan) for worker_plan in plan_steps(truncated, objective, job_settings)],
             "settings": asdict(job_settings),
             # The entry itself, not its name: an objective registered in this process only
@@ -162,68 +324,20 @@ def train_models(jobs: Sequence[TrainJob], *, settings: TrainSettings, run_name:
         })
     if len({config["output_dir"] for config in configs}) < len(configs):
         raise ValueError(f"two jobs of run {run_name!r} write to the same output_dir")
-    if not configs:
-        return results
-
-    staging = os.path.join(configs[0]["output_dir"], STAGING_DIR)
-    for config in configs:
-        os.makedirs(config["output_dir"], exist_ok=True)
-    # Read when the run starts: the controller gets it from this process's environment.
-    os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", CONTROLLER_POLL_INTERVAL_S)
-    for attempt in range(settings.learner_restarts + 1):
-        # A fresh start each time: Ray's state of a lost attempt is never reloaded.
-        shutil.rmtree(staging, ignore_errors=True)
-        try:
-            result = fit_interruptibly(_trainer(configs, settings, run_name, staging))
-            break
-        except (ControllerError, WorkerGroupError) as error:
-            if attempt == settings.learner_restarts or not lost_workers(error):
-                raise
-            log.warning("Ray Train run %r lost its workers (%s); starting it again from the base checkpoint "
-                        "(restart %d of at most %d)", run_name, error, attempt + 1, settings.learner_restarts)
-    # One checkpoint per job, each reported with its job's index.
-    reported = {metrics["job"]: (checkpoint, metrics) for checkpoint, metrics in result.best_checkpoints or []}
-    for config in configs:
-        if config["job"] not in reported:
-            raise RuntimeError(f"Ray Train run {run_name!r} finished without a checkpoint for job {config['job']}")
-        checkpoint, metrics = reported[config["job"]]
-        results[config["job"]] = _collect(checkpoint, metrics, config, jobs[config["job"]], restarts=attempt)
-    shutil.rmtree(staging, ignore_errors=True)
-    return results
+    return results, configs
 
 
-def fit_interruptibly(trainer: Any) -> Any:
-    """``trainer.fit()`` in a thread of its own, the driver's main thread
-    waiting for it.  Called on the main thread, Ray Train installs a SIGINT
-    handler that aborts its run and never puts the driver's own back: a
-    Ctrl-C during a training phase was absorbed and the loop went on, and so
-    did every later one.  Here a Ctrl-C raises KeyboardInterrupt as anywhere
-    else in the loop; the run's Ray Train workers end with the driver, and a
-    resumed run redoes the unfinished phase.  ``fit``'s own error is raised
-    here as it is."""
-    outcome: dict[str, Any] = {}
-
-    def fit() -> None:
-        try:
-            outcome["result"] = trainer.fit()
-        except BaseException as error:
-            outcome["error"] = error
-
-    # A daemon: a driver that stops on Ctrl-C must not wait for the run at exit.
-    thread = threading.Thread(target=fit, name="ray-train-fit", daemon=True)
-    thread.start()
-    while thread.is_alive():
-        thread.join(0.5)   # a timed wait, so that SIGINT is handled between waits
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]
+def _placement_key(settings: TrainSettings) -> tuple:
+    """The settings that decide where the run's workers are and what they hold."""
+    return (settings.learner_workers, settings.cpus_per_learner_worker, settings.use_gpu, settings.simulated_gpus,
+            settings.learner_placement)
 
 
-def _trainer(configs: list[dict[str, Any]], settings: TrainSettings, run_name: str, staging: str) -> TorchTrainer:
-    """The Ray Train run of ``configs`` (one per job), its state kept under ``staging``."""
+def _trainer(board: Any, settings: TrainSettings, run_name: str, storage_dir: str) -> TorchTrainer:
+    """The Ray Train run whose workers serve ``board``'s jobs, its state kept under ``storage_dir``."""
     return TorchTrainer(
-        train_worker,
-        train_loop_config={"jobs": configs},
+        serve_jobs,
+        train_loop_config={"board": board},
         scaling_config=ScalingConfig(
             num_workers=settings.learner_workers,
             use_gpu=settings.use_gpu,
@@ -231,7 +345,7 @@ def _trainer(configs: list[dict[str, Any]], settings: TrainSettings, run_name: s
             placement_strategy=settings.learner_placement,
         ),
         torch_config=TorchConfig(backend="nccl" if settings.use_gpu and not settings.simulated_gpus else "gloo"),
-        run_config=RunConfig(name=run_name, storage_path=staging),
+        run_config=RunConfig(name=run_name, storage_path=storage_dir),
     )
 
 
@@ -250,17 +364,16 @@ def lost_workers(error: ControllerError | WorkerGroupError) -> bool:
     return bool(error.worker_failures) and all(isinstance(failure, lost) for failure in error.worker_failures.values())
 
 
-def _collect(checkpoint: ray.train.Checkpoint, reported: dict[str, Any], config: dict[str, Any],
-             job: TrainJob, restarts: int) -> TrainResult:
-    """Move one job's checkpoint from Ray's storage into its output_dir (with the tokenizer
-    beside it, so engines can load the directory) and read its numbers."""
-    output_dir = config["output_dir"]
-    with checkpoint.as_directory() as checkpoint_dir:
-        for entry in os.listdir(checkpoint_dir):
-            target = os.path.join(output_dir, entry)
-            if os.path.isdir(target):
-                shutil.rmtree(target)
-            shutil.move(os.path.join(checkpoint_dir, entry), target)
+def _collect(reported: dict[str, Any], config: dict[str, Any], job: TrainJob, restarts: int) -> TrainResult:
+    """Move one job's checkpoint from its staging directory into its output_dir (with the
+    tokenizer beside it, so engines can load the directory) and read its numbers."""
+    output_dir, staging_dir = config["output_dir"], config["staging_dir"]
+    for entry in os.listdir(staging_dir):
+        target = os.path.join(output_dir, entry)
+        if os.path.isdir(target):
+            shutil.rmtree(target)
+        shutil.move(os.path.join(staging_dir, entry), target)
+    os.rmdir(staging_dir)
     AutoTokenizer.from_pretrained(job.base_checkpoint).save_pretrained(output_dir)
     return TrainResult(
         checkpoint_dir=output_dir,

@@ -18,7 +18,7 @@ PLACEMENT_FILE = "sgs_placement.json"  # every rank's placement, inside the new 
 OPTIMIZER_FILE = "optimizer.pt"  # DDP's persisted Adam state, inside a checkpoint dir
 DEEPSPEED_DIR = "deepspeed"  # DeepSpeed's engine checkpoint (the ZeRO-2 optimizer shards), inside a checkpoint dir
 DEEPSPEED_TAG = "state"  # the one tag saved under DEEPSPEED_DIR
-STAGING_DIR = ".ray_train"  # Ray Train's storage for the run, inside output_dir, removed on success
+STAGING_DIR = ".staging"  # the checkpoint as the workers write it, inside output_dir, until the driver moves it
 PAD_ID = 0  # any id works: padded positions are masked out of the forward pass and the loss
 
 

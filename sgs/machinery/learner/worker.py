@@ -1,10 +1,13 @@
-"""The per-rank function Ray Train runs (:func:`train_worker`), for each job
-of the run (:func:`~sgs.machinery.learner.driver.train_models`): load the base
-checkpoint, wrap it for the strategy (:mod:`sgs.machinery.learner.strategy`),
-run this rank's share of the plan (:mod:`sgs.machinery.learner.steps`),
-report metrics and, from rank 0, a Hugging Face checkpoint; rank 0 may also
-send the weights straight into running vLLM engines
-(:mod:`sgs.machinery.engines.weight_transfer`).
+"""The per-rank function of the learner's Ray Train run (:func:`serve_jobs`):
+take each batch of jobs the driver posts on the run's job board
+(:mod:`sgs.machinery.learner.board`) and, per job, load the base checkpoint,
+wrap it for the strategy (:mod:`sgs.machinery.learner.strategy`), run this
+rank's share of the plan (:mod:`sgs.machinery.learner.steps`), and write the
+checkpoint into the job's staging directory: rank 0 the Hugging Face weights,
+every rank its optimizer shard under DeepSpeed.  Rank 0 may also send the
+weights straight into running vLLM engines
+(:mod:`sgs.machinery.engines.weight_transfer`), and marks the job finished
+on the board once every rank has written its part.
 
 With ``optimizer_state="persist"`` the optimizer's state is saved next to the
 weights: ``optimizer.pt`` for DDP, and for DeepSpeed an engine checkpoint in
@@ -17,14 +20,12 @@ import gc
 import json
 import logging
 import os
-import tempfile
 import time
 from typing import Any
 
 import ray
 import ray.train
 import torch
-from ray.train import Checkpoint
 from ray.train.torch import get_device, prepare_model
 from transformers import AutoModelForCausalLM
 
@@ -48,18 +49,39 @@ def _rank_placement(settings: TrainSettings, device: torch.device) -> dict[str, 
             "strategy": settings.resolved_strategy}
 
 
-def train_worker(config: dict[str, Any]) -> None:
-    """The per-rank training function Ray Train runs: each job of the run in turn."""
-    for job in config["jobs"]:
-        _train_job(job)
-        # The next model needs the memory this one held (its optimizer state above all).
-        gc.collect()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+#: How long an idle rank waits on the board before asking again, in seconds.
+BOARD_WAIT_S = 5.0
 
 
-def _train_job(config: dict[str, Any]) -> None:
-    """Train one job's model and report its metrics and checkpoint."""
+def serve_jobs(config: dict[str, Any]) -> None:
+    """The per-rank training function Ray Train runs: every batch of jobs the
+    board (``config["board"]``) posts, each job in turn, until the board
+    closes.  A board that is gone (its driver ended) raises here, which ends
+    the run."""
+    board = config["board"]
+    rank = ray.train.get_context().get_world_rank()
+    seen = 0
+    while True:
+        posted = ray.get(board.next_batch.remote(seen, BOARD_WAIT_S))
+        if posted is None:
+            continue
+        seen, jobs = posted
+        if jobs is None:
+            return
+        for job in jobs:
+            metrics = _train_job(job)
+            if rank == 0:
+                ray.get(board.finish.remote(seen, job["job"], metrics))
+            # The next model needs the memory this one held (its optimizer state above all),
+            # and an idle learner should hold as little as it can beside the engines.
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+
+
+def _train_job(config: dict[str, Any]) -> dict[str, Any]:
+    """Train one job's model, write its checkpoint into the job's staging
+    directory; its metrics (rank 0's are the ones the driver reads)."""
     context = ray.train.get_context()
     rank = context.get_world_rank()
     settings = TrainSettings(**config["settings"])
@@ -105,32 +127,27 @@ def _train_job(config: dict[str, Any]) -> None:
     }
     probe = probe_logprobs(model, update, *config["probe"]) if config["probe"] is not None and rank == 0 else None
 
-    with tempfile.TemporaryDirectory() as directory:
-        wrote = False
-        if settings.resolved_strategy == "deepspeed" and persist:
-            # Collective: each rank writes its own optimizer shard, rank 0 the engine's metadata.
-            engine.save_checkpoint(os.path.join(directory, DEEPSPEED_DIR), tag=DEEPSPEED_TAG)
-            wrote = True
-        if rank == 0:
-            # `model` is the module DDP or the engine wraps; after the step every rank holds all its weights.
-            model.to(save_dtype).save_pretrained(directory)
-            # Files, not metrics: Ray Train prints every reported metric.
-            with open(os.path.join(directory, PLACEMENT_FILE), "w") as handle:
-                json.dump(placement, handle)
-            if probe is not None:
-                with open(os.path.join(directory, PROBE_FILE), "w") as handle:
-                    json.dump(probe, handle)
-            if settings.resolved_strategy == "ddp" and persist:
-                torch.save(optimizer.state_dict(), os.path.join(directory, OPTIMIZER_FILE))
-            wrote = True
-            if config["weight_target"] is not None:
-                metrics.update(_send_to_engines(model, config["weight_target"]))
-        # Every rank reports (it is a barrier); Ray merges the ranks' files into one
-        # checkpoint directory and keeps rank 0's metrics.
-        checkpoint = Checkpoint.from_directory(directory) if wrote else None
-        ray.train.report(metrics, checkpoint=checkpoint, checkpoint_dir_name=f"model-{config['job']}")
+    staging = config["staging_dir"]
+    if settings.resolved_strategy == "deepspeed" and persist:
+        # Collective: each rank writes its own optimizer shard, rank 0 the engine's metadata.
+        engine.save_checkpoint(os.path.join(staging, DEEPSPEED_DIR), tag=DEEPSPEED_TAG)
+    if rank == 0:
+        # `model` is the module DDP or the engine wraps; after the step every rank holds all its weights.
+        model.to(save_dtype).save_pretrained(staging)
+        with open(os.path.join(staging, PLACEMENT_FILE), "w") as handle:
+            json.dump(placement, handle)
+        if probe is not None:
+            with open(os.path.join(staging, PROBE_FILE), "w") as handle:
+                json.dump(probe, handle)
+        if settings.resolved_strategy == "ddp" and persist:
+            torch.save(optimizer.state_dict(), os.path.join(staging, OPTIMIZER_FILE))
+        if config["weight_target"] is not None:
+            metrics.update(_send_to_engines(model, config["weight_target"]))
+    if torch.distributed.is_initialized() and context.get_world_size() > 1:
+        torch.distributed.barrier()  # every rank's part is written before rank 0 says the job is done
     if settings.resolved_strategy == "deepspeed":
         engine.destroy()
+    return metrics
 
 
 def _send_to_engines(model: torch.nn.Module, target: WeightTarget) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from sgs.machinery.learner import (
     OPTIMIZER_FILE,
     PROBE_FILE,
     STAGING_DIR,
+    RayTrainLearner,
     TrainExample,
     TrainJob,
     TorchUpdate,
@@ -47,7 +48,9 @@ from sgs.machinery.learner import (
     train_models,
     truncate,
 )
-from sgs.machinery.learner.driver import fit_interruptibly, lost_workers
+from sgs.machinery.learner.board import JobBoard
+from sgs.machinery.learner.driver import FitThread, lost_workers
+from sgs.machinery.learner.settings import PLACEMENT_FILE
 from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
 from sgs.machinery.runtime import own_cluster_runtime_env
 from sgs.method.registry import OBJECTIVES, Objective, objective, register
@@ -154,21 +157,18 @@ class SlowTrainer:
         return "result"
 
 
-def test_a_ctrl_c_during_training_stops_the_driver():
-    trainer = SlowTrainer(seconds=5.0)
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        fit_interruptibly(trainer)
-    assert time.monotonic() - started < 3.0 and trainer.on_main_thread is False
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # still the driver's own
-
-
-def test_fit_in_its_thread_returns_its_result_or_raises_its_error():
-    assert fit_interruptibly(SlowTrainer()) == "result"
+def test_fit_runs_off_the_main_thread_and_keeps_its_result_or_error():
+    """Ray Train takes SIGINT over only when fit runs on the main thread; it never does here."""
+    trainer = SlowTrainer()
+    fit = FitThread(trainer)
+    fit.join(5.0)
+    assert not fit.alive() and fit.outcome == {"result": "result"} and trainer.on_main_thread is False
+    fit.raise_error()  # nothing to raise
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    failed = FitThread(SlowTrainer(error=ControllerError(RuntimeError("lost"))))
+    failed.join(5.0)
     with pytest.raises(ControllerError):
-        fit_interruptibly(SlowTrainer(error=ControllerError(RuntimeError("lost"))))
+        failed.raise_error()
 
 
 def test_strategy_auto_means_deepspeed_on_gpus_and_ddp_on_cpu():
@@ -537,7 +537,8 @@ def test_a_run_that_loses_its_workers_starts_again_from_the_base_checkpoint(refe
     jobs = [TrainJob(examples, checkpoint, "reinforce", str(tmp_path / "first"), seed=settings.seed),
             # 20 times the examples: long enough to be cut off in the middle
             TrainJob(examples * 20, checkpoint, "ei", str(tmp_path / "second"), seed=settings.seed + 1)]
-    first_reported = tmp_path / "first" / STAGING_DIR / run_name / "model-0"
+    # Rank 0 writes the placement file last, after the weights.
+    first_reported = tmp_path / "first" / STAGING_DIR / PLACEMENT_FILE
     earlier = set(placement_group_table())  # other tests' groups on a shared cluster are left alone
     removed: list[str] = []
 
@@ -594,3 +595,124 @@ def test_jobs_of_one_run_must_write_to_different_directories(checkpoint, tokeniz
     jobs = [TrainJob(examples, checkpoint, "ei", str(tmp_path / "same"), seed=0)] * 2
     with pytest.raises(ValueError, match="same output_dir"):
         train_models(jobs, settings=TrainSettings(), run_name="never-started")
+
+
+# --------------------------------------------------------------------------
+# The learner that outlives a call: one Ray Train run for a whole self-play run
+# --------------------------------------------------------------------------
+
+
+def test_the_job_board_hands_each_batch_to_every_rank_and_collects_the_metrics(ray_cluster):
+    board = JobBoard.remote()
+    assert ray.get(board.next_batch.remote(0, 0.1)) is None  # nothing posted: the wait ends by its timeout
+    number = ray.get(board.post.remote([{"job": 0}, {"job": 2}]))
+    assert ray.get([board.next_batch.remote(0, 1.0)] * 2) == [(number, [{"job": 0}, {"job": 2}])] * 2
+    assert ray.get(board.next_batch.remote(number, 0.1)) is None  # a rank that has it waits for the next
+    ray.get(board.finish.remote(number, 0, {"loss": 1.0}))
+    ray.get(board.finish.remote(number - 1, 2, {"loss": 9.0}))  # an earlier batch's: ignored
+    assert ray.get(board.finished.remote(number, 2, 0.1)) == {0: {"loss": 1.0}}  # not all finished yet
+    waiting = board.finished.remote(number, 2, 30.0)
+    ray.get(board.finish.remote(number, 2, {"loss": 2.0}))
+    assert ray.get(waiting, timeout=10) == {0: {"loss": 1.0}, 2: {"loss": 2.0}}
+    ray.get(board.close.remote())
+    assert ray.get(board.next_batch.remote(number, 1.0)) == (number, None)  # closed: the ranks return
+    ray.kill(board)
+
+
+@pytest.mark.slow
+def test_one_run_serves_every_call_each_job_as_a_run_of_its_own_would(reference_run, reference_examples, checkpoint,
+                                                                      tmp_path):
+    """The loop's learner: its workers start once and train call after call; a job trained in a
+    later call gets exactly the weights of a run of its own (nothing of the earlier calls
+    reaches it); other placement settings start a new run; closing empties its state."""
+    examples, max_seq_len = reference_examples
+    settings = reference_settings("ddp", max_seq_len)
+    probe = (examples[0].prompt_ids, examples[0].completion_ids)
+    learner = RayTrainLearner(str(tmp_path / "state"), name=f"test-learner-kept-{uuid.uuid4().hex[:8]}")
+    try:
+        [earlier] = learner([TrainJob(examples, checkpoint, "ei", str(tmp_path / "earlier"), seed=settings.seed + 1)],
+                            settings=settings, run_name="call-1")
+        [later] = learner([TrainJob(examples, checkpoint, "reinforce", str(tmp_path / "later"), seed=settings.seed,
+                                    probe=probe)], settings=settings, run_name="call-2")
+        assert learner.starts == 1 and earlier.restarts == later.restarts == 0
+        [alone_placed] = learner([TrainJob(examples, checkpoint, "ei", str(tmp_path / "one-worker"), seed=0)],
+                                 settings=replace(settings, learner_workers=1), run_name="call-3")
+        assert learner.starts == 2 and [rank["rank"] for rank in alone_placed.placement] == [0]
+    finally:
+        learner.close()
+    assert not (tmp_path / "state").exists()
+
+    alone = reference_run("ddp")  # the later job's arguments, in a run of its own
+    assert later.metrics == replace(alone.metrics, train_seconds=later.metrics.train_seconds,
+                                    tokens_per_second=later.metrics.tokens_per_second)
+    assert later.probe_logprobs == pytest.approx(alone.probe_logprobs, abs=1e-6)
+    weights = {name: AutoModelForCausalLM.from_pretrained(result.checkpoint_dir).state_dict()
+               for name, result in (("earlier", earlier), ("later", later), ("alone", alone))}
+    for name in weights["alone"]:
+        torch.testing.assert_close(weights["later"][name], weights["alone"][name], atol=1e-6, rtol=0, msg=name)
+    assert max((weights["earlier"][k] - weights["later"][k]).abs().max() for k in weights["alone"]) > 1e-3
+    for result in (earlier, later):
+        assert {"config.json", "model.safetensors", "tokenizer.json", OPTIMIZER_FILE} <= set(
+            os.listdir(result.checkpoint_dir))
+        assert not (Path(result.checkpoint_dir) / STAGING_DIR).exists()
+
+
+@pytest.fixture
+def exploding_objective():
+    """An objective whose loss raises, as a training bug would."""
+    def loss(batch, settings):
+        raise RuntimeError("the loss exploded")
+
+    exploding = register(Objective("test_exploding", loss))
+    yield exploding
+    del OBJECTIVES[exploding.name]
+
+
+@pytest.mark.slow
+def test_an_error_of_the_training_code_is_raised_and_the_next_call_starts_a_new_run(
+        ray_cluster, checkpoint, tokenizer, exploding_objective, tmp_path, caplog):
+    examples = make_examples(tokenizer)
+    settings = TrainSettings(learner_workers=1, cpus_per_learner_worker=0.5, global_batch_size=5)
+    learner = RayTrainLearner(str(tmp_path / "state"), name=f"test-learner-raises-{uuid.uuid4().hex[:8]}")
+    try:
+        with caplog.at_level(logging.WARNING, logger="sgs.machinery.learner.driver"):
+            with pytest.raises(WorkerGroupError, match="the loss exploded"):
+                learner([TrainJob(examples, checkpoint, exploding_objective.name, str(tmp_path / "bad"), seed=0)],
+                        settings=settings, run_name="bad")
+        assert not any("lost its workers" in record.getMessage() for record in caplog.records)  # never retried
+        [result] = learner([TrainJob(examples, checkpoint, "ei", str(tmp_path / "good"), seed=0)],
+                           settings=settings, run_name="good")
+    finally:
+        learner.close()
+    assert learner.starts == 2 and result.metrics.num_steps == 1
+    AutoModelForCausalLM.from_pretrained(result.checkpoint_dir)
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_during_training_stops_the_driver(ray_cluster, checkpoint, reference_examples, tmp_path):
+    """A Ctrl-C while the learner trains raises KeyboardInterrupt in the driver (Ray Train never
+    took SIGINT over) before the job is done, and closing the interrupted learner does not wait
+    for its run to finish the job (which then fails on the closed board)."""
+    examples, max_seq_len = reference_examples
+    settings = replace(reference_settings("ddp", max_seq_len), learner_workers=1)
+    staging = tmp_path / "long" / STAGING_DIR
+    learner = RayTrainLearner(str(tmp_path / "state"), name=f"test-learner-ctrl-c-{uuid.uuid4().hex[:8]}")
+
+    def interrupt_once_posted() -> None:
+        deadline = time.monotonic() + 120
+        while not staging.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # the driver is waiting on the run now
+        os.kill(os.getpid(), signal.SIGINT)
+
+    interrupter = threading.Thread(target=interrupt_once_posted, daemon=True)
+    interrupter.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            learner([TrainJob(examples * 40, checkpoint, "ei", str(tmp_path / "long"), seed=0)], settings=settings,
+                    run_name="long")
+    finally:
+        learner.close()
+    interrupter.join()
+    assert not (staging / PLACEMENT_FILE).exists()  # the job was not done, before or after closing
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # still the driver's own

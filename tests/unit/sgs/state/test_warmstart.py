@@ -225,6 +225,18 @@ def test_conjectures_are_for_training_targets_and_are_not_targets(examples, targ
     assert len(sources) >= 0.5 * len(training)
 
 
+def test_every_kind_of_conjecture_example_is_closer_to_its_own_target_than_to_the_others(lines, targets):
+    """What the warm start shows the Conjecturer, measured as a run's trained-on conjectures are
+    (sgs.analysis.run_closeness): each kind of lemma shares more of its statement, and its
+    checking proof more of the reference proof's names, with its own target than with the rest."""
+    closeness = gen.conjecture_closeness(lines, targets)
+    assert set(closeness) == {"instance_base", "instance_case", "key", "library"}
+    assert sum(statement.items for statement, _ in closeness.values()) == sum(
+        line["role"] == "conjecturer" for line in lines)
+    for kind, (statement, proof) in closeness.items():
+        assert statement.own > statement.other and proof.own > proof.other, kind
+
+
 def test_most_conjectures_carry_a_checking_proof(examples):
     conjectures = [e for e in examples if e.role is Role.CONJECTURER]
     proved = [e for e in conjectures if e.meta["proof"]]
