@@ -26,9 +26,9 @@ them:
    TorchTrainer, posts the jobs and leaves a Hugging Face checkpoint
    directory in each ``output_dir``.
 
-The optimizer is recreated every run (the reference behaviour); with
+The optimizer is recreated for every job (the reference behaviour); with
 ``optimizer_state="persist"`` its state is saved next to the weights and
-restored from the base checkpoint by the next run (for DeepSpeed the next run
+restored from the base checkpoint by the next job (for DeepSpeed the next job
 must have as many workers: one ZeRO-2 shard per rank).
 
 The names other modules use are exported here.

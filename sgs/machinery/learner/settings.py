@@ -78,7 +78,7 @@ class TrainSettings:
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass to save memory."""
     optimizer_state: OptimizerState = OptimizerState.reset
-    """"reset": a fresh Adam every run (the reference); "persist": restore the Adam state saved
+    """"reset": a fresh Adam for every job (the reference); "persist": restore the Adam state saved
     with the base checkpoint, if any, and save it with the new one."""
     strategy: LearnerStrategy = LearnerStrategy.auto
     """Data-parallel training: "deepspeed" (DeepSpeed ZeRO stage 2: gradients and Adam state are
