@@ -33,6 +33,7 @@ from ray.train.v2._internal.exceptions import WorkerHealthCheckFailedError, Work
 from transformers import AutoConfig, AutoTokenizer
 
 from sgs.machinery.engines.weight_transfer import WeightTarget
+from sgs.machinery.learner.board import JobBoard
 from sgs.machinery.learner.plan import plan_steps, truncate, validate_examples
 from sgs.machinery.learner.settings import (
     PLACEMENT_FILE,
@@ -43,7 +44,6 @@ from sgs.machinery.learner.settings import (
     TrainResult,
     TrainSettings,
 )
-from sgs.machinery.learner.board import JobBoard
 from sgs.machinery.learner.strategy import find_deepspeed_resume_dir
 from sgs.machinery.learner.worker import serve_jobs
 from sgs.method.registry import objective as registered_objective
