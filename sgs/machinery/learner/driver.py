@@ -169,7 +169,9 @@ class RayTrainLearner:
     ``storage_dir``, which it empties."""
 
     def __init__(self, storage_dir: str, *, name: str) -> None:
-        self.storage_dir = storage_dir
+        # Ray Train takes a relative storage path for a URI without a scheme (the default
+        # run directory, runs/<time>, is relative).
+        self.storage_dir = os.path.abspath(storage_dir)
         self.name = name
         self._board: Any = None
         self._fit: FitThread | None = None

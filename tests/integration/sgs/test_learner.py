@@ -628,7 +628,8 @@ def test_one_run_serves_every_call_each_job_as_a_run_of_its_own_would(reference_
     examples, max_seq_len = reference_examples
     settings = reference_settings("ddp", max_seq_len)
     probe = (examples[0].prompt_ids, examples[0].completion_ids)
-    learner = RayTrainLearner(str(tmp_path / "state"), name=f"test-learner-kept-{uuid.uuid4().hex[:8]}")
+    # Relative, as the default run directory (runs/<time>) makes it: Ray Train refuses a relative storage path.
+    learner = RayTrainLearner(os.path.relpath(tmp_path / "state"), name=f"test-learner-kept-{uuid.uuid4().hex[:8]}")
     try:
         [earlier] = learner([TrainJob(examples, checkpoint, "ei", str(tmp_path / "earlier"), seed=settings.seed + 1)],
                             settings=settings, run_name="call-1")
