@@ -209,8 +209,12 @@ class Store:
         tells a target's proofs apart from now on (``method.ei_solved_count``,
         :data:`~sgs.state.solved.PROOF_KEYS`); ``max_proofs``: how many it
         keeps per target (``method.max_proofs_per_target``).
+
+        The store's ``run_dir`` is absolute: every path the loop hands to an
+        actor (checkpoints, Ray Train's state) is read in another process,
+        whose working directory may differ.
         """
-        run_dir = Path(run_dir)
+        run_dir = Path(run_dir).absolute()
         run_dir.mkdir(parents=True, exist_ok=True)
         lock_fd = _lock(run_dir)
         try:

@@ -262,6 +262,8 @@ def test_the_warm_start_command_answers_from_the_cache_without_starting_ray(warm
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # two runs and, when it is the first to need it, the warm start: 400 s alone here
 def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, warm_run):
+    # Started as a user starts it: from their own directory, with a relative run
+    # directory (like the default, runs/<time>).
     run_dir = tmp_path / "run"
     # A benchmark stating two of the warm Conjecturer's claims: its conjectures
     # are kept away from it, and it is evaluated at the end of iteration 1.
@@ -273,14 +275,14 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
     # ill-typed claims, benchmark statements) is tested deterministically in process
     # (tests/unit/sgs/loop/test_conjecture_and_train_in_process.py); here the real processes matter.
     command = [sys.executable, "-m", "sgs", "+experiment=standard", *warm_run, "method.conjectures_per_target=1",
-               "iterations=2", f"run_dir={run_dir}", f"evaluation.benchmark={benchmark}", "evaluation.every=2",
+               "iterations=2", "run_dir=run", f"evaluation.benchmark={benchmark}", "evaluation.every=2",
                "evaluation.ks=[1,2]", "evaluation.samples_per_problem=2",
                # every valid proof gets the second opinion (coqc + coqchk in a fresh sandbox)
                "prover.audit_fraction=1.0"]
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "WANDB_SILENT": "true"}
     # Kill once iteration 1 is proving: the Solver must then resume on iteration 0's weights.
     partial = run_dir / "iter_0001" / "prove.partial.jsonl"
-    first = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    first = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
     try:
         deadline = time.monotonic() + 900
@@ -297,7 +299,7 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
     cache = run_dir / "iter_0001" / "prove.samples.jsonl"
     cached = cache.read_bytes().count(b"\n") if killed_mid_phase and cache.exists() else 0
 
-    second = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=800)
+    second = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=800)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "resuming" in second.stdout
     if killed_mid_phase:
