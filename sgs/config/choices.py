@@ -7,7 +7,9 @@ functions check the same fields themselves, so that a command line (or a
 config) with several bad choices is answered with one
 :class:`~sgs.config.schema.ConfigError` naming each key, its value and the
 allowed values, as every other config problem is.  The allowed values are
-the Enums' own: there is no second list.
+the Enums' own: there is no second list.  The options of the config groups
+(``experiment``, ``model``, ...) are checked the same way against the files
+in ``conf/``.
 """
 
 from __future__ import annotations
@@ -77,7 +79,30 @@ def override_problems(overrides: Sequence[str]) -> list[str]:
         value = override.value()
         items = value.list if isinstance(value, ChoiceSweep) else [value]  # a sweep's values, each checked
         values += [(override.key_or_group, item) for item in items]
-    return choice_problems(values)
+    # Another config directory on Hydra's search path may hold options this one does not.
+    searched_elsewhere = any(key.startswith("hydra.searchpath") for key, _ in values)
+    return choice_problems(values) + ([] if searched_elsewhere else group_option_problems(values))
+
+
+@functools.cache
+def config_groups() -> dict[str, tuple[str, ...]]:
+    """Each config group of ``conf/`` (``experiment``, ``model``, ...) with its options' names."""
+    return {group.name: tuple(sorted(option.stem for option in group.glob("*.yaml")))
+            for group in sorted(CONFIG_DIR.iterdir()) if group.is_dir()}
+
+
+def group_option_problems(values: Iterable[tuple[str, Any]]) -> list[str]:
+    """One message for every ``(group, option)`` that names a config group of
+    ``conf/`` and an option it does not have (``+experiment=standrad``):
+    Hydra would name only the first and exit 1.  Other keys pass."""
+    groups = config_groups()
+    problems: list[str] = []
+    for key, value in values:
+        options = groups.get(key)
+        if options is not None and isinstance(value, str) and "${" not in value and value not in options:
+            # An option named _x is a piece the others share (experiment/_paper): valid, not offered.
+            choice(problems, key, value, tuple(name for name in options if not name.startswith("_")))
+    return problems
 
 
 def config_choice_problems(cfg: DictConfig | SGSConfig) -> list[str]:

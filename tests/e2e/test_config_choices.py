@@ -112,6 +112,19 @@ def test_override_problems_names_every_bad_choice_and_nothing_else():
     ]
 
 
+def test_override_problems_names_every_option_no_config_group_has():
+    problems = C.override_problems([
+        "+experiment=standrad", "model=huge,tiny", "+lever=none", "scale=laptop",
+        "+experiment=_paper",  # a shared piece of the experiments: valid, though not offered
+        "model.name=huge",  # a field, not the group
+    ])
+    experiments = ", ".join(sorted(p.stem for p in (REPO / "conf" / "experiment").glob("[!_]*.yaml")))
+    assert problems == [f"experiment='standrad' is not one of {experiments}",
+                        "model='huge' is not one of deepseek_prover_v2_7b, tiny"]
+    # Another config directory on Hydra's search path may hold the option.
+    assert C.override_problems(["+experiment=mine", "hydra.searchpath=[file:///elsewhere]"]) == []
+
+
 def test_compose_config_refuses_every_bad_choice_before_composing():
     with pytest.raises(C.ConfigError) as caught:
         C.compose_config(["method.loss_normalisation=sum", "logging.wandb_mode=cloud", "iterations=2"])
@@ -156,6 +169,14 @@ def test_every_bad_choice_on_the_command_line_is_named_at_once(tmp_path):
     assert "invalid SGS config (2 problem(s))" in proc.stderr
     assert "resources.engine_backend='sglang' is not one of transformers, vllm" in proc.stderr
     assert "training.optimizer_state='keep' is not one of reset, persist" in proc.stderr
+
+
+def test_a_mistyped_experiment_and_model_exit_2_naming_both(tmp_path):
+    proc = sgs("-m", "+experiment=standard,standrad", "model=huge", f"run_dir={tmp_path / 'sweep'}")
+    assert proc.returncode == 2, proc.stderr
+    assert "experiment='standrad' is not one of cispo_sgs," in proc.stderr
+    assert "model='huge' is not one of deepseek_prover_v2_7b, tiny" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "sweep").exists()
 
 
 def test_a_bad_choice_in_a_sweep_stops_the_sweep_before_any_job(tmp_path):
