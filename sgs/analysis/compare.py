@@ -501,8 +501,9 @@ def plot_figure1(c: Comparison, curves: Mapping[str, Sequence[RunCurve]], path: 
     ax = fig.subplots()
     for index, (method, method_curves) in enumerate(sorted(curves.items())):
         color = f"C{index}"
-        end = min(curve.generations[-1] for curve in method_curves)
-        grid = np.linspace(min(curve.generations[0] for curve in method_curves), end, 60)
+        # The range every seed covers: seeds of SGS start at different budgets (their
+        # iteration 0 samples as many conjectures as the warm Conjecturer writes).
+        grid = _grid(default_budgets(method_curves, 2))
         band = curve_band(method_curves, grid, c.confidence)
         ax.plot(grid, [100 * b.mean for b in band], color=color, label=method)
         ax.fill_between(grid, [100 * b.low for b in band], [100 * b.high for b in band], color=color, alpha=0.15)

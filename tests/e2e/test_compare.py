@@ -109,6 +109,19 @@ def test_long_curves_get_fits_with_the_robustness_refits_and_a_figure_1(tmp_path
     assert (out / "figure1.png").stat().st_size > 10_000
 
 
+def test_figure_1_draws_seeds_that_start_and_end_at_different_budgets(tmp_path):
+    """As SGS's seeds do (iteration 0's conjectures vary): each band spans the budgets
+    every seed of its method covers."""
+    for job, method in enumerate(("standard", "reinforce_half_solver_only")):
+        for seed, (start, last) in enumerate(((2_000, 24_000), (2_600, 30_000))):
+            generations = np.linspace(start, last, 12)
+            rates = scaling_curve(generations, r0=0.3, asymptote=0.6, c_mid=8_000, exponent=1.5)
+            metrics_run(tmp_path / "sweep" / f"{job}_{seed}", method, seed, rates, generations)
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "sweep"), "--min-generations", "4000", "--out", str(out)]) == 0
+    assert (out / "figure1.png").stat().st_size > 10_000
+
+
 def test_parallel_sampling_lies_beside_sgs_and_the_rl_baseline(tmp_path):
     """The paper's Figure 1 as a sweep: SGS, the RL baseline and parallel sampling (the
     starting Solver, never trained), each compared with the baseline seed by seed."""
