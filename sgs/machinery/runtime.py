@@ -234,8 +234,11 @@ def sampling_settings(role: RoleSampling, *, n: int, seed: int, max_seq_len: int
 def learner_max_seq_len(cfg: SGSConfig, role: str) -> int | None:
     """The cap on prompt + completion of ``role``'s loop samples: ``training.max_seq_len``
     for a role the learner trains (:func:`trained_roles`), so that nothing is generated
-    that training would cut; None (no cap) for the others."""
-    return cfg.training.max_seq_len if role in trained_roles(cfg.method) else None
+    that training would cut, and for the Solver in every experiment, so that a method
+    that never trains it (parallel sampling) samples exactly as the others do and
+    shares their iteration-0 samples (``sampling.share_start_samples``: the cap is
+    part of a sample's key); None (no cap) for the others."""
+    return cfg.training.max_seq_len if role == "solver" or role in trained_roles(cfg.method) else None
 
 
 def solver_settings(cfg: SGSConfig, *, seed: int) -> SamplingSettings:

@@ -204,6 +204,7 @@ def test_completion_limit_is_the_tightest_of_the_three(max_tokens, prompt_len, m
 @pytest.mark.parametrize("experiment, solver_cap, conjecturer_cap", [
     ("standard", 1024, 1024),
     ("frozen_conjecturer", 1024, None),   # its samples are never trained on
+    ("parallel_sampling", 1024, None),    # an untrained Solver samples as a trained one does
 ])
 def test_the_loops_samples_are_capped_at_max_seq_len_for_the_roles_the_learner_trains(
         experiment, solver_cap, conjecturer_cap):
@@ -212,6 +213,11 @@ def test_the_loops_samples_are_capped_at_max_seq_len_for_the_roles_the_learner_t
     assert cfg.training.max_seq_len == 1024
     assert solver_settings(cfg, seed=0).max_seq_len == solver_cap
     assert conjecturer_settings(cfg, seed=0).max_seq_len == conjecturer_cap
+    # Every experiment's Solver samples under the same settings: with one seed they share
+    # their iteration-0 samples (the start cache keys a sample by its settings).
+    rl = C.validate(compose_cfg("+experiment=reinforce_half_solver_only", "model=tiny", "prover=rocq",
+                                "resources=local_cpu", "scale=laptop"))
+    assert solver_settings(cfg, seed=7) == solver_settings(rl, seed=7)
 
 
 def test_bad_prompts_and_backends_are_rejected(engine, checkpoint):
