@@ -109,6 +109,15 @@ def test_create_then_resume_reads_everything_back(run_dir):
         assert store.resume_point(PHASES) == (0, "train_solver")
 
 
+def test_a_relative_run_directory_is_held_absolute(tmp_path, monkeypatch):
+    """Its paths go to actors whose working directory may differ (Ray Train's state dir among them)."""
+    monkeypatch.chdir(tmp_path)
+    with Store.open("runs/a", make_targets(), CONFIG) as store:
+        assert store.run_dir == tmp_path / "runs" / "a"
+    with Store.open("runs/a", None, CONFIG) as store:  # and resumed from the same relative path
+        assert store.run_dir.is_absolute() and store.targets == make_targets()
+
+
 def test_records_round_trip_through_json_with_unicode():
     a = make_attempt(2, "t0", 3, valid=True, proof="intro h\n  simp [∀, ℝ] -- é")
     assert Attempt.from_json(json.loads(json.dumps(a.to_json()))) == a
