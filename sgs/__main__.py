@@ -7,8 +7,9 @@
 
 Steps: check the command line's values of the choice fields and its config
 group options (``+experiment=``, ``model=``; exit 2 naming every bad one, its
-key and the allowed values: Hydra would stop at the first, with exit 1), compose and validate the config (exit 2 with every problem named;
-then what the Solver objective asks of it, :func:`sgs.method.registry.config_problems`),
+key and the allowed values: Hydra would stop at the first, with exit 1),
+compose and validate the config (exit 2 with every problem named; then what
+the Solver objective asks of it, :func:`sgs.method.registry.config_problems`),
 read the targets (exit 2 naming a malformed file), check that this machine
 can run it before starting anything (exit 3 with what is missing and the
 overrides that would run here), read the benchmark, open the run

@@ -231,7 +231,7 @@ def sampling_settings(role: RoleSampling, *, n: int, seed: int, max_seq_len: int
                             top_p=role.top_p, seed=seed, max_seq_len=max_seq_len)
 
 
-def learner_max_seq_len(cfg: SGSConfig, role: str) -> int | None:
+def sample_max_seq_len(cfg: SGSConfig, role: str) -> int | None:
     """The cap on prompt + completion of ``role``'s loop samples: ``training.max_seq_len``
     for a role the learner trains (:func:`trained_roles`), so that nothing is generated
     that training would cut, and for the Solver in every experiment, so that a method
@@ -242,16 +242,16 @@ def learner_max_seq_len(cfg: SGSConfig, role: str) -> int | None:
 
 
 def solver_settings(cfg: SGSConfig, *, seed: int) -> SamplingSettings:
-    """The prove phase's Solver settings (one sample per request), capped by :func:`learner_max_seq_len`."""
-    return sampling_settings(cfg.sampling.solver, n=1, seed=seed, max_seq_len=learner_max_seq_len(cfg, "solver"))
+    """The prove phase's Solver settings (one sample per request), capped by :func:`sample_max_seq_len`."""
+    return sampling_settings(cfg.sampling.solver, n=1, seed=seed, max_seq_len=sample_max_seq_len(cfg, "solver"))
 
 
 def conjecturer_settings(cfg: SGSConfig, *, seed: int) -> SamplingSettings:
     """The Conjecturer's engine settings (one sample per prompt), with its grammar if it has one,
-    capped by :func:`learner_max_seq_len`."""
+    capped by :func:`sample_max_seq_len`."""
     grammar = grammar_text(cfg.sampling.conjecturer_grammar, cfg.prover.language)
     settings = sampling_settings(cfg.sampling.conjecturer, n=1, seed=seed,
-                                 max_seq_len=learner_max_seq_len(cfg, "conjecturer"))
+                                 max_seq_len=sample_max_seq_len(cfg, "conjecturer"))
     return replace(settings, grammar=grammar)
 
 

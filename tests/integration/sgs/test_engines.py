@@ -206,7 +206,7 @@ def test_completion_limit_is_the_tightest_of_the_three(max_tokens, prompt_len, m
     ("frozen_conjecturer", 1024, None),   # its samples are never trained on
     ("parallel_sampling", 1024, None),    # an untrained Solver samples as a trained one does
 ])
-def test_the_loops_samples_are_capped_at_max_seq_len_for_the_roles_the_learner_trains(
+def test_the_loops_samples_are_capped_at_max_seq_len_for_the_solver_and_the_roles_the_learner_trains(
         experiment, solver_cap, conjecturer_cap):
     cfg = C.validate(compose_cfg(f"+experiment={experiment}", "model=tiny", "prover=rocq", "resources=local_cpu",
                                  "scale=laptop"))
