@@ -93,8 +93,7 @@ long-horizon: setup
 # change each (conf/lever/: Guide off, two conjectures per target, a third and three times
 # the learning rate, free statements, a larger tiny model) and unchanged (lever_none),
 # x two seeds, LEVER_ITERATIONS each, then the comparison against lever_none.  Resumable
-# in pieces like long-horizon; estimated (not yet measured) at about 25 minutes per run here, more for
-# the larger model
+# in pieces like long-horizon (its measured duration: docs/long_horizon.md, "The levers")
 LEVER_DIR ?= runs/levers
 LEVER_SEEDS ?= 0,1
 LEVERS ?= none,no_guide,two_conjectures,lr_low,lr_high,free_grammar,wider_model
