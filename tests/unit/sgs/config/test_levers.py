@@ -28,7 +28,7 @@ CHANGES = {
     "free_grammar": {"sampling.conjecturer_grammar": None},
     "wider_model": {"model.tiny.hidden_size": 256, "model.tiny.intermediate_size": 512,
                     "model.tiny.num_hidden_layers": 4, "model.tiny.num_attention_heads": 8,
-                    "model.tiny.num_key_value_heads": 8},
+                    "model.tiny.num_key_value_heads": 8, "warmstart.epochs": 12, "warmstart.learning_rate": 1.5e-3},
 }
 
 
