@@ -13,7 +13,8 @@ config's ``experiment``; each run is one seed.  The output, in ``--out``
   sweep reached (mean and t interval over seeds), the final held-out pass@k
   and the scaling-law asymptote (mean over seeds, or why there is no fit);
   then every method against the baseline at equal budgets (the difference
-  with its interval, paired by seed when the seeds match), and the same at
+  with its interval, paired by seed when the seeds and starts match,
+  :data:`START_SETTINGS`), and the same at
   equal Solver samples on the training targets (:func:`target_sample_curve`);
   then the mechanism: how often a target whose conjectures the Conjecturer was trained
   on was solved afterwards, against how often the baseline solved those same
@@ -67,6 +68,15 @@ EXIT_USAGE = 2
 DPI = 110
 
 
+#: The config settings that decide a run's iteration-0 samples: the base weights (the model and
+#: its warm start; not ``model.learning_rate_scale``, which only self-play training reads), how
+#: the Solver samples, and on which targets and prover.  Runs of one seed pair only when they
+#: agree on all of them; a lever that changes one (a wider model) starts elsewhere.
+START_SETTINGS = ("model.name", "model.path", "model.tokenizer_path", "model.tiny", "model.dtype", "warmstart",
+                  "sampling.solver", "sampling.share_start_samples", "resources.engine_backend", "targets",
+                  "prover.backend", "method.num_solver_samples", "training.max_seq_len")
+
+
 class CompareError(Exception):
     """The runs cannot be compared; the message says why."""
 
@@ -110,11 +120,29 @@ def target_sample_curve(run: RunData) -> RunCurve | None:
     return _curve(run, points)
 
 
+def start_settings(config: Mapping) -> dict[str, object]:
+    """The run's :data:`START_SETTINGS` (None for one its config lacks)."""
+    found = {}
+    for dotted in START_SETTINGS:
+        value = config
+        for part in dotted.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        found[dotted] = value
+    return found
+
+
+def start_mismatch(a: RunData, b: RunData) -> list[str]:
+    """The :data:`START_SETTINGS` on which two runs differ (none when they share their start)."""
+    settings_a, settings_b = start_settings(a.config), start_settings(b.config)
+    return [name for name in START_SETTINGS if settings_a[name] != settings_b[name]]
+
+
 def _curve(run: RunData, points: Sequence[tuple[float, float]]) -> RunCurve | None:
     if not points:
         return None
     return RunCurve(run.experiment, int(run.config.get("seed", 0)), str(run.run_dir),
-                    tuple(float(g) for g, _ in points), tuple(float(r) for _, r in points))
+                    tuple(float(g) for g, _ in points), tuple(float(r) for _, r in points),
+                    start=json.dumps(start_settings(run.config), sort_keys=True, default=str))
 
 
 @dataclass(frozen=True)
@@ -226,6 +254,11 @@ def compare(runs: Sequence[RunData], *, baseline: str | None = None, budgets: in
             target_budgets[method] = default_budgets(target_curves + base_target_curves, budgets)
             target_differences[method] = difference_at(target_curves, base_target_curves, target_budgets[method],
                                                        confidence)
+        mismatched = sorted({name for run, c in members if c.seed in base_by_seed
+                             for name in start_mismatch(run, base_by_seed[c.seed])})
+        if mismatched:
+            notes.append(f"runs of {method} and {baseline} with the same seed start differently "
+                         f"({', '.join(mismatched)} differ): their differences are Welch's, not paired by seed")
         counts = [baseline_followup(followup(run), base_by_seed[c.seed]) for run, c in members if c.seed in base_by_seed]
         base_follow[method] = (sum(n for n, _ in counts), sum(s for _, s in counts))
         never_solved[method] = never_solved_by_baseline([r for r, _ in members], [r for r, _ in grouped[baseline]])
@@ -380,7 +413,7 @@ def render_markdown(c: Comparison) -> str:
     level = f"{c.confidence:.0%}"
     lines = ["# SGS sweep comparison", "",
              f"Intervals are {level} t intervals over seeds; differences are paired by seed when both methods "
-             f"ran the same seeds (same seed, same iteration-0 samples), Welch's otherwise.", "",
+             f"ran the same seeds from the same start (same seed, same iteration-0 samples), Welch's otherwise.", "",
              "## Methods", ""] + markdown_table(method_rows(c))
     lines += ["", f"## Against {c.baseline} at equal generation budgets", ""] + markdown_table(difference_rows(c))
     lines += _section(

@@ -12,11 +12,12 @@ module answers, for a researcher reading a sweep:
   infinite with one seed, which is reported as no interval).
 * **Is A better than B, and by how much?**  :func:`difference_at`: the
   difference of the two methods' rates at equal budgets.  Runs are paired by
-  seed when both methods ran the same seeds (the same seed starts both from
-  the same iteration-0 samples, see ``sgs.loop.starts``): the interval is then
-  a t interval of the per-seed differences, which removes the seed-to-seed
-  variation both share.  Otherwise the runs are independent and the interval
-  is Welch's.
+  seed when both methods ran the same seeds from the same start (the same seed
+  and the same base weights and Solver sampling give both the same iteration-0
+  samples, ``sampling.share_start_samples``): the interval is then a t
+  interval of the per-seed differences, which removes the seed-to-seed
+  variation both share.  Otherwise (other seeds, or another model, warm start
+  or Solver sampling) the runs are independent and the interval is Welch's.
 * **Where would each method end?**  :func:`method_fits`: the scaling-law fit
   (:mod:`sgs.analysis.scaling`) of every seed's curve, the spread of the
   asymptote A over seeds, and the fit of the seed-mean curve with its own
@@ -59,6 +60,9 @@ class RunCurve:
     """Cumulative generations after each recorded iteration, increasing."""
     rates: tuple[float, ...]
     """Cumulative solve rate after each recorded iteration."""
+    start: str = ""
+    """What decides the run's iteration-0 samples (its base weights and Solver sampling), as
+    text: two runs of the same seed share their start, and so pair, only when it is equal."""
 
     def __post_init__(self) -> None:
         if len(self.generations) != len(self.rates):
@@ -173,14 +177,15 @@ class Difference:
     interval: Interval
     """The difference of cumulative solve rates (A - B) with its interval."""
     paired: bool
-    """True when the runs were paired by seed (same seeds on both sides)."""
+    """True when the runs were paired by seed (same seeds and starts on both sides)."""
 
 
 def paired_by_seed(a: Sequence[RunCurve], b: Sequence[RunCurve]) -> bool:
-    """Whether the two methods ran exactly the same seeds, once each (so run i of
-    A and the run of B with the same seed share their starting samples)."""
-    seeds_a, seeds_b = [c.seed for c in a], [c.seed for c in b]
-    return len(set(seeds_a)) == len(seeds_a) and sorted(seeds_a) == sorted(seeds_b)
+    """Whether the two methods ran exactly the same seeds, once each, and each seed
+    from the same start on both sides (so run i of A and the run of B with the same
+    seed share their iteration-0 samples)."""
+    starts_a, starts_b = {c.seed: c.start for c in a}, {c.seed: c.start for c in b}
+    return len(starts_a) == len(a) and len(starts_b) == len(b) and starts_a == starts_b
 
 
 def difference_at(a: Sequence[RunCurve], b: Sequence[RunCurve], budgets: Sequence[float],

@@ -68,6 +68,25 @@ def test_a_sweep_is_grouped_by_experiment_and_the_known_gain_is_found(tmp_path):
     assert c.methods["standard"].fits.asymptote_over_seeds is None
 
 
+def test_a_lever_that_changes_the_starting_weights_is_compared_unpaired(tmp_path):
+    """Same seeds on both sides, but a wider model starts from other iteration-0 samples:
+    Welch's interval, and the reading notes name the settings that differ.  A lever
+    that only changes self-play training (its learning rate) still pairs."""
+    root = sweep(tmp_path / "sweep", {"lever_none": 0.0, "lever_wider_model": 0.05, "lever_lr_low": 0.0})
+    for run_dir in root.iterdir():
+        config = yaml.safe_load((run_dir / "config.yaml").read_text())
+        wider, low_rate = config["experiment"] == "lever_wider_model", config["experiment"] == "lever_lr_low"
+        config["model"] = {"name": "tiny", "tiny": {"hidden_size": 256 if wider else 128},
+                           "learning_rate_scale": 33.3 if low_rate else 100.0}
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    c = compare([read_run(p) for p in sorted(root.iterdir())], baseline="lever_none", budgets=3)
+    assert not any(d.paired for d in c.differences["lever_wider_model"])
+    assert all(d.paired for d in c.differences["lever_lr_low"])
+    (note,) = [n for n in c.notes if "start differently" in n]
+    assert "lever_wider_model" in note and "model.tiny" in note and "learning_rate_scale" not in note
+    assert "Welch" in render_markdown(c) and note in render_markdown(c)
+
+
 def test_the_command_writes_tables_figures_and_json(tmp_path):
     root = sweep(tmp_path / "sweep", {"standard": 0.1, "reinforce_half_solver_only": 0.0})
     proc = subprocess.run([sys.executable, "-m", "tools.compare", str(root), "--budgets", "2",

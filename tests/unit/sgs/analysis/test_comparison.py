@@ -4,6 +4,7 @@ intervals, and synthetic sweeps whose true difference is known."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -101,6 +102,19 @@ def test_a_known_difference_is_found_paired_and_its_interval_covers_it():
     # the shared seed offsets cancel: the per-seed differences are all the true gap
     assert diff.interval.mean == pytest.approx(true_gap, abs=1e-9)
     assert diff.interval.excludes_zero
+
+
+def test_runs_of_one_seed_from_different_starts_are_not_paired():
+    """Same seeds, but one side started from other weights: its iteration-0 samples
+    differ, so nothing is shared to pair on."""
+    rng = np.random.default_rng(2)
+    a = synthetic_sweep(0.0, 3, 0.03, shared_noise=True, rng=rng, method="a")
+    b = synthetic_sweep(0.0, 3, 0.03, shared_noise=True, rng=rng, method="b")
+    wider = [RunCurve("b", c.seed, c.label, c.generations, c.rates, start="wider model") for c in b]
+    assert paired_by_seed(a, b) and not paired_by_seed(a, wider)
+    one_differs = [replace(c, start="wider model") if c.seed == 0 else c for c in b]
+    assert not paired_by_seed(a, one_differs)
+    assert not any(d.paired for d in difference_at(a, wider, default_budgets(a + wider, 3)))
 
 
 def test_unpaired_runs_use_welch_and_equal_methods_are_not_told_apart():
