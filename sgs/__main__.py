@@ -8,7 +8,9 @@
 Steps: check the command line's values of the choice fields and its config
 group options (``+experiment=``, ``model=``; exit 2 naming every bad one, its
 key and the allowed values: Hydra would stop at the first, with exit 1),
-compose and validate the config (exit 2 with every problem named; then what
+compose each job's config once first (exit 2 naming what Hydra refuses: a
+value of the wrong type, an unknown key, a bad value in a YAML file; Hydra
+would exit 1, as for a crash), compose and validate the config (exit 2 with every problem named; then what
 the Solver objective asks of it, :func:`sgs.method.registry.config_problems`),
 read the targets (exit 2 naming a malformed file), check that this machine
 can run it before starting anything (exit 3 with what is missing and the
@@ -41,7 +43,7 @@ from hydra._internal.utils import get_args_parser
 from omegaconf import DictConfig
 
 from sgs.config import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig, requirements_problems, suggested_overrides
-from sgs.config import override_problems, resolve_source_path, validate
+from sgs.config import composition_problems, override_problems, resolve_source_path, validate
 from sgs.loop.phases import PHASES
 from sgs.loop.stopping import stop_reason
 from sgs.method.registry import config_problems as objective_problems
@@ -61,9 +63,14 @@ def cli() -> None:
     composes the config, before :func:`main` could report it: Hydra prints
     the first one and exits 1.  So the overrides are checked here first,
     read by Hydra's own argument parser (the one ``hydra.main`` reads them
-    with), and every bad one is named as :func:`main` names config problems.
+    with), and every bad one is named as :func:`main` names config problems;
+    then each job's config is composed once, so that what Hydra would refuse
+    is named the same way, with the same exit status.
     """
-    problems = override_problems(get_args_parser().parse_args().overrides)
+    args = get_args_parser().parse_args()
+    problems = override_problems(args.overrides, config_dir=args.config_dir)
+    if not problems and not (args.help or args.hydra_help or args.info or args.shell_completion):
+        problems = composition_problems(args.overrides, config_dir=args.config_dir)
     if problems:
         print(ConfigError(problems), file=sys.stderr)
         sys.exit(EXIT_CONFIG)

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import ray
-from hydra.errors import HydraException
 from transformers import AutoTokenizer
 
 from sgs import sft
@@ -61,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     overrides = list(sys.argv[1:] if argv is None else argv)
     try:
         cfg = validate(compose_config(overrides))
-    except (ConfigError, HydraException) as error:
+    except ConfigError as error:
         print(error, file=sys.stderr)
         return EXIT_CONFIG
     evaluation = cfg.evaluation

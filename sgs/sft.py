@@ -55,7 +55,6 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from hydra.errors import HydraException
 from transformers import AutoTokenizer
 
 from lean_env.pool import VerifierPool
@@ -375,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     overrides = list(sys.argv[1:] if argv is None else argv)
     try:
         cfg = validate(compose_config(overrides))
-    except (ConfigError, HydraException) as error:
+    except ConfigError as error:
         print(error, file=sys.stderr)
         return 2
     if not warmstart_enabled(cfg):

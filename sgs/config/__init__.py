@@ -32,7 +32,8 @@ of them any data loading):
 * :mod:`sgs.config.choices`: the choice fields by key, and the checks that
   name every bad choice at once, of command-line overrides before Hydra
   composes them (:func:`override_problems`, :func:`compose_config`) and of a
-  composed config;
+  composed config, and what Hydra refuses while composing, as the same kind
+  of message (:func:`composition_problems`);
 * :mod:`sgs.config.validation`: :func:`validate` turns a composed
   ``DictConfig`` into a typed :class:`SGSConfig`, or raises
   :class:`ConfigError` listing every problem (value ranges, bad choices,
@@ -118,6 +119,7 @@ from sgs.config.derived import (  # noqa: F401  (the package's public names)
 from sgs.config.choices import (  # noqa: F401  (the package's public names)
     choice_fields,
     compose_config,
+    composition_problems,
     override_problems,
 )
 from sgs.config.validation import config_problems, to_schema, validate  # noqa: F401  (the package's public names)

@@ -19,6 +19,7 @@ import functools
 import types
 import typing
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
@@ -26,6 +27,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from sgs.config.checks import Choice, choice
 from sgs.config.schema import CONFIG_DIR, CONFIG_NAME, ConfigError, SGSConfig
@@ -63,10 +65,12 @@ def choice_problems(values: Iterable[tuple[str, Any]]) -> list[str]:
     return problems
 
 
-def override_problems(overrides: Sequence[str]) -> list[str]:
+def override_problems(overrides: Sequence[str], config_dir: str | None = None) -> list[str]:
     """The bad choices among Hydra command-line overrides (``model.dtype=int8``,
     or each value of a sweep ``a,b``), one message each.  An override Hydra
-    cannot parse is left to Hydra, which names it."""
+    cannot parse is left to Hydra, which names it.  ``config_dir``: a user's
+    config directory (``--config-dir``), whose group options count beside those
+    of ``conf/``."""
     parser = OverridesParser.create()
     values: list[tuple[str, Any]] = []
     for text in overrides:
@@ -81,21 +85,32 @@ def override_problems(overrides: Sequence[str]) -> list[str]:
         values += [(override.key_or_group, item) for item in items]
     # Another config directory on Hydra's search path may hold options this one does not.
     searched_elsewhere = any(key.startswith("hydra.searchpath") for key, _ in values)
-    return choice_problems(values) + ([] if searched_elsewhere else group_option_problems(values))
+    if config_dir is not None and not Path(config_dir).is_dir():
+        return [f"--config-dir {config_dir!r} is not a directory"]
+    if searched_elsewhere:
+        return choice_problems(values)
+    config_dirs = (CONFIG_DIR,) if config_dir is None else (CONFIG_DIR, Path(config_dir))
+    return choice_problems(values) + group_option_problems(values, config_dirs)
 
 
 @functools.cache
-def config_groups() -> dict[str, tuple[str, ...]]:
-    """Each config group of ``conf/`` (``experiment``, ``model``, ...) with its options' names."""
-    return {group.name: tuple(sorted(option.stem for option in group.glob("*.yaml")))
-            for group in sorted(CONFIG_DIR.iterdir()) if group.is_dir()}
+def config_groups(config_dirs: tuple[Path, ...] = (CONFIG_DIR,)) -> dict[str, tuple[str, ...]]:
+    """Each config group of the ``config_dirs`` (``experiment``, ``model``, ...) with
+    its options' names, those of every directory together."""
+    options: dict[str, set[str]] = {}
+    for config_dir in config_dirs:
+        groups = sorted(config_dir.iterdir()) if config_dir.is_dir() else []
+        for group in (g for g in groups if g.is_dir()):
+            options.setdefault(group.name, set()).update(option.stem for option in group.glob("*.yaml"))
+    return {group: tuple(sorted(names)) for group, names in sorted(options.items())}
 
 
-def group_option_problems(values: Iterable[tuple[str, Any]]) -> list[str]:
+def group_option_problems(values: Iterable[tuple[str, Any]],
+                          config_dirs: tuple[Path, ...] = (CONFIG_DIR,)) -> list[str]:
     """One message for every ``(group, option)`` that names a config group of
-    ``conf/`` and an option it does not have (``+experiment=standrad``):
+    the ``config_dirs`` and an option none of them has (``+experiment=standrad``):
     Hydra would name only the first and exit 1.  Other keys pass."""
-    groups = config_groups()
+    groups = config_groups(config_dirs)
     problems: list[str] = []
     for key, value in values:
         options = groups.get(key)
@@ -123,14 +138,88 @@ def config_choice_problems(cfg: DictConfig | SGSConfig) -> list[str]:
 def compose_config(overrides: Sequence[str] = (), config_name: str = CONFIG_NAME) -> DictConfig:
     """Hydra's composition of ``conf/<config_name>.yaml`` with ``overrides``, for
     the entry points that compose it themselves (``python -m sgs`` is composed
-    by ``hydra.main``, after :func:`override_problems`).
+    by ``hydra.main``, after :func:`override_problems` and :func:`composition_problems`).
 
     Raises :class:`ConfigError` naming every bad choice among the overrides
-    before composing; Hydra's own exceptions (an unknown key or group, a bad
-    value in a YAML file) pass through.
+    before composing, and what Hydra refused while composing (an unknown key,
+    a value of the wrong type, a bad value in a YAML file: :func:`composition_problem`).
     """
     problems = override_problems(overrides)
     if problems:
         raise ConfigError(problems)
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
-        return compose(config_name=config_name, overrides=list(overrides))
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+            return compose(config_name=config_name, overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as error:
+        raise ConfigError([composition_problem(error)]) from error
+
+
+def composition_problems(overrides: Sequence[str], *, config_dir: str | None = None,
+                         config_name: str = CONFIG_NAME) -> list[str]:
+    """What Hydra would refuse while composing the config of each job of
+    ``overrides``, one message each: a value of the wrong type, an unknown key,
+    a bad value in a YAML file (a user's experiment).  ``hydra.main`` would print
+    the first and exit 1, like a crash of the run.
+
+    The jobs of a sweep (``a=1,2``) are its first job and, for each swept key, one
+    job per value (the others at their first): every value is composed once, not
+    every combination.  A sweep is expanded with or without ``-m`` (a config may
+    set Hydra's mode); a sweep whose values cannot be listed (``interval(...)``,
+    for an optimising sweeper) is left to Hydra."""
+    jobs = sweep_jobs(overrides)
+    if jobs is None:
+        return []
+    if config_dir is not None:  # Hydra adds --config-dir to its search path; a search-path override does the same
+        jobs = [job + [f"hydra.searchpath=[file://{Path(config_dir).resolve()}]"] for job in jobs]
+    problems: list[str] = []
+    for job in jobs:
+        try:
+            with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+                compose(config_name=config_name, overrides=job)
+        except (HydraException, OmegaConfBaseException) as error:
+            if (problem := composition_problem(error)) not in problems:
+                problems.append(problem)
+    return problems
+
+
+def sweep_jobs(overrides: Sequence[str]) -> list[list[str]] | None:
+    """The jobs :func:`composition_problems` composes for a sweep (see there); None
+    when a swept value cannot be listed.  Overrides Hydra cannot parse form one job,
+    whose composition names them."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except HydraException:
+        return [list(overrides)]
+    values: list[list[str]] = []
+    for override in parsed:
+        if not override.is_sweep_override():
+            values.append([override.input_line or ""])
+            continue
+        try:
+            values.append([f"{override.get_key_element()}={value}" for value in override.sweep_string_iterator()])
+        except HydraException:
+            return None
+    first = [options[0] for options in values]
+    jobs = [first]
+    for i, options in enumerate(values):
+        jobs += [first[:i] + [value] + first[i + 1:] for value in options[1:]]
+    return jobs
+
+
+#: OmegaConf's detail lines in Hydra's messages: the key is kept, the types are not for users.
+_DETAIL_LINES = ("full_key:", "reference_type=", "object_type=")
+
+
+def composition_problem(error: Exception) -> str:
+    """One line for what Hydra refused while composing: the key first, when the
+    message names one, then Hydra's words and OmegaConf's reason, without the
+    type details."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    cause = error.__cause__
+    if isinstance(cause, OmegaConfBaseException):
+        lines += [line.strip() for line in str(getattr(cause, "msg", "") or cause).splitlines() if line.strip()]
+    keys = [line.removeprefix("full_key:").strip() for line in lines if line.startswith("full_key:")]
+    if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
+        keys.append(str(cause.full_key))
+    text = " ".join(line for line in lines if not line.startswith(_DETAIL_LINES))
+    return f"{keys[0]}: {text}" if keys else text

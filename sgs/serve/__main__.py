@@ -31,7 +31,6 @@ import time
 from collections.abc import Sequence
 
 import ray
-from hydra.errors import HydraException
 from ray import serve
 
 from sgs.config import ConfigError, SGSConfig, compose_config, requirements_problems, validate
@@ -66,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         cfg = validate(compose_config([_expand(arg) for arg in args], config_name=SERVE_CONFIG_NAME))
-    except (ConfigError, HydraException) as error:
+    except ConfigError as error:
         print(error, file=sys.stderr)
         return EXIT_CONFIG
     missing = requirements_problems(cfg) + _port_problems(cfg.serve.host, cfg.serve.port)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import yaml
 
-from sgs.analysis.compare import baseline_followup, compare, followup, main, render_markdown, to_json
+from sgs.analysis.compare import compare, followup, main, render_markdown, to_json
+from sgs.analysis.run_curves import baseline_followup
 from sgs.analysis.report import read_run
 from sgs.analysis.scaling import scaling_curve
 from sgs.state.store import Store

@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
 from sgs import config as C
+from sgs.config.choices import sweep_jobs
 from sgs.state.records import Target
 from sgs.state.store import Store, StoreError
 from tests.paths import REPO
@@ -125,6 +126,14 @@ def test_override_problems_names_every_option_no_config_group_has():
     assert C.override_problems(["+experiment=mine", "hydra.searchpath=[file:///elsewhere]"]) == []
 
 
+def test_a_users_config_directory_adds_its_options_to_the_groups(tmp_path):
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "mine.yaml").write_text("# @package _global_\nexperiment: mine\n")
+    assert C.override_problems(["+experiment=mine"], config_dir=str(tmp_path)) == []
+    (problem,) = C.override_problems(["+experiment=minee"], config_dir=str(tmp_path))
+    assert problem.startswith("experiment='minee' is not one of") and ", mine, " in problem
+
+
 def test_compose_config_refuses_every_bad_choice_before_composing():
     with pytest.raises(C.ConfigError) as caught:
         C.compose_config(["method.loss_normalisation=sum", "logging.wandb_mode=cloud", "iterations=2"])
@@ -184,6 +193,47 @@ def test_a_bad_choice_in_a_sweep_stops_the_sweep_before_any_job(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "method.conjecture_dedup='fuzzy' is not one of canonical, exact" in proc.stderr
     assert not (tmp_path / "sweep").exists()
+
+
+def test_an_experiment_of_the_users_own_config_directory_is_not_refused(tmp_path):
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "mine.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - standard\nexperiment: mine\nmethod:\n  conjecture_dedup: fuzzy\n")
+    proc = sgs("--config-dir", str(tmp_path / "conf"), "+experiment=mine", f"run_dir={tmp_path / 'run'}")
+    # the option is found; the file's own bad value is what stops it, named as every config problem is
+    assert proc.returncode == 2, proc.stderr
+    assert "experiment='mine' is not one of" not in proc.stderr
+    assert "  - method.conjecture_dedup: In 'experiment/mine'" in proc.stderr and "'fuzzy'" in proc.stderr
+    assert "Traceback" not in proc.stderr and "HYDRA_FULL_ERROR" not in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_what_hydra_refuses_while_composing_exits_2_naming_the_key(tmp_path):
+    proc = sgs("-m", "iterations=2,two", "no_such_key=1", f"run_dir={tmp_path / 'sweep'}")
+    assert proc.returncode == 2, proc.stderr
+    assert "  - iterations: Error merging override iterations=two" in proc.stderr
+    assert "could not be converted to Integer" in proc.stderr
+    assert "HYDRA_FULL_ERROR" not in proc.stderr and not (tmp_path / "sweep").exists()
+    proc = sgs("--config-dir", str(tmp_path / "nowhere"), f"run_dir={tmp_path / 'run'}")
+    assert proc.returncode == 2 and "--config-dir" in proc.stderr and "is not a directory" in proc.stderr
+
+
+def test_a_sweep_is_composed_once_per_value_not_per_combination():
+    jobs = sweep_jobs(["+experiment=standard,no_guide", "seed=range(0,3)", "model=tiny"])
+    assert jobs == [["+experiment=standard", "seed=0", "model=tiny"], ["+experiment=no_guide", "seed=0", "model=tiny"],
+                    ["+experiment=standard", "seed=1", "model=tiny"], ["+experiment=standard", "seed=2", "model=tiny"]]
+    assert sweep_jobs(["training.learning_rate=interval(0,1)"]) is None  # an optimising sweeper's: left to Hydra
+    assert C.composition_problems(["iterations=2"]) == []
+    (problem,) = C.composition_problems(["iterations=2,x", "seed=0,1"])
+    assert problem.startswith("iterations: Error merging override iterations=x")
+
+
+def test_compose_config_names_what_hydra_refuses():
+    with pytest.raises(C.ConfigError) as caught:
+        C.compose_config(["iterations=two"])
+    (problem,) = caught.value.problems
+    assert problem.startswith("iterations: ") and "could not be converted to Integer" in problem
+    assert "object_type" not in problem
 
 
 # --------------------------------------------------------------------------
