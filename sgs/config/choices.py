@@ -169,7 +169,9 @@ def composition_problems(overrides: Sequence[str], *, config_dir: str | None = N
     jobs = sweep_jobs(overrides)
     if jobs is None:
         return []
-    if config_dir is not None:  # Hydra adds --config-dir to its search path; a search-path override does the same
+    if config_dir is not None:  # Hydra adds --config-dir to its search path; this override does too
+        if any(text.startswith("hydra.searchpath") for text in overrides):
+            return []  # both: Hydra's way of joining them is left to Hydra
         jobs = [job + [f"hydra.searchpath=[file://{Path(config_dir).resolve()}]"] for job in jobs]
     problems: list[str] = []
     for job in jobs:
