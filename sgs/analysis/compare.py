@@ -123,19 +123,29 @@ class Comparison:
     notes: list[str]
 
 
-def compare(runs: Sequence[RunData], *, baseline: str | None = None, budgets: int = DEFAULT_BUDGETS,
-            confidence: float = DEFAULT_CONFIDENCE, min_generations: int = DEFAULT_MIN_GENERATIONS) -> Comparison:
-    """Group ``runs`` by experiment and compare them (see the module docstring)."""
+def group_runs(runs: Sequence[RunData]) -> tuple[dict[str, list[tuple[RunData, RunCurve]]], list[str]]:
+    """The runs that can be compared, by experiment, each with its curve; and the
+    reading notes: the runs' own, and why a run was left out."""
     notes = [note for run in runs for note in run.notes]
     grouped: dict[str, list[tuple[RunData, RunCurve]]] = {}
     for run in runs:
         curve = run_curve(run)
-        if curve is None:
+        if not run.config.get("experiment"):
+            # Its method is unknown: grouped under its folder's name it would pose as a method.
+            notes.append(f"{run.run_dir}: its config names no experiment (unreadable?); left out")
+        elif curve is None:
             notes.append(f"{run.run_dir}: no recorded iteration; left out")
-            continue
-        grouped.setdefault(run.experiment, []).append((run, curve))
+        else:
+            grouped.setdefault(run.experiment, []).append((run, curve))
+    return grouped, notes
+
+
+def compare(runs: Sequence[RunData], *, baseline: str | None = None, budgets: int = DEFAULT_BUDGETS,
+            confidence: float = DEFAULT_CONFIDENCE, min_generations: int = DEFAULT_MIN_GENERATIONS) -> Comparison:
+    """Group ``runs`` by experiment and compare them (see the module docstring)."""
+    grouped, notes = group_runs(runs)
     if not grouped:
-        raise CompareError("none of the runs has a recorded iteration")
+        raise CompareError("none of the runs has a recorded iteration and a readable config")
     for method, members in grouped.items():
         seeds = [c.seed for _, c in members]
         if len(set(seeds)) != len(seeds):
@@ -530,12 +540,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ReportError, CompareError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    curves: dict[str, list[RunCurve]] = {}
-    by_method: dict[str, list[RunData]] = {}
-    for run in runs:
-        if (curve := run_curve(run)) is not None:
-            curves.setdefault(run.experiment, []).append(curve)
-            by_method.setdefault(run.experiment, []).append(run)
+    grouped, _ = group_runs(runs)
+    curves = {method: [c for _, c in members] for method, members in grouped.items()}
+    by_method = {method: [run for run, _ in members] for method, members in grouped.items()}
     page = write(comparison, curves, by_method, args.out or Path(args.run_dirs[0]) / "comparison")
     print("\n".join(markdown_table(method_rows(comparison))))
     print()

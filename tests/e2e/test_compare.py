@@ -88,6 +88,19 @@ def test_a_lever_that_changes_the_starting_weights_is_compared_unpaired(tmp_path
     assert "Welch" in render_markdown(c) and note in render_markdown(c)
 
 
+def test_a_run_whose_config_cannot_be_read_is_left_out_with_a_note(tmp_path):
+    """Its experiment is unknown: grouped under its folder's name it would pose as a method
+    (and, sorting first, as the baseline)."""
+    root = sweep(tmp_path / "sweep", {"standard": 0.1, "reinforce_half_solver_only": 0.0})
+    (root / "0_0" / "config.yaml").write_text("experiment: [unclosed\n")
+    out = tmp_path / "out"
+    assert main([str(root), "--budgets", "2", "--out", str(out)]) == 0
+    numbers = json.loads((out / "comparison.json").read_text())
+    assert set(numbers["methods"]) == {"standard", "reinforce_half_solver_only"}
+    assert numbers["methods"]["standard"]["seeds"] == [1, 2]
+    assert any("0_0: its config names no experiment" in note for note in numbers["notes"])
+
+
 def test_the_command_writes_tables_figures_and_json(tmp_path):
     root = sweep(tmp_path / "sweep", {"standard": 0.1, "reinforce_half_solver_only": 0.0})
     proc = subprocess.run([sys.executable, "-m", "tools.compare", str(root), "--budgets", "2",
