@@ -63,18 +63,24 @@ def typed_field(d: dict, name: str, kind: type, optional: bool = False) -> Any:
     raise RecordError(f"field {name!r}: expected {wanted}, got {type(value).__name__}")
 
 
+# The element types a JSON list of integers / of numbers may hold (a bool is neither).  The
+# lists are a completion's tokens, thousands a record: their types are checked as a set.
+_INT_TYPES = frozenset({int})
+_NUMBER_TYPES = frozenset({int, float})
+
+
 def _int_list(d: dict, name: str) -> list[int]:
     value = d[name]
-    if not isinstance(value, list) or not all(type(x) is int for x in value):
+    if not isinstance(value, list) or not set(map(type, value)) <= _INT_TYPES:
         raise RecordError(f"field {name!r}: expected a list of integers")
     return value
 
 
 def _float_list(d: dict, name: str) -> list[float]:
     value = d[name]
-    if not isinstance(value, list) or not all(_is_number(x) for x in value):
+    if not isinstance(value, list) or not set(map(type, value)) <= _NUMBER_TYPES:
         raise RecordError(f"field {name!r}: expected a list of numbers")
-    return [float(x) for x in value]
+    return list(map(float, value))
 
 
 def _exactly_one(cls: type, a: str, a_value: Any, b: str, b_value: Any) -> None:

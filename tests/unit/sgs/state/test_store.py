@@ -304,14 +304,34 @@ def test_invalid_json_in_a_finished_log_names_file_and_line(run_dir):
         store.attempts(0)
 
 
-def test_wrong_field_type_in_a_finished_log_names_file_line_and_field(run_dir):
+@pytest.mark.parametrize("field, bad, message", [
+    ("token_ids", ["a"], "expected a list of integers"),
+    ("token_ids", [1, True], "expected a list of integers"),  # JSON's true is no token
+    ("token_ids", [1, 2.0], "expected a list of integers"),
+    ("logprobs", [-0.5, "-1"], "expected a list of numbers"),
+    ("logprobs", [-0.5, False], "expected a list of numbers"),
+    ("logprobs", [-0.5, None], "expected a list of numbers"),
+])
+def test_wrong_field_type_in_a_finished_log_names_file_line_and_field(run_dir, field, bad, message):
     path = _finished_run(run_dir)
     record = json.loads(path.read_text().splitlines()[2])
-    record["attempt"]["completion"]["token_ids"] = ["a"]
+    record["attempt"]["completion"][field] = bad
     _replace_line(path, 3, json.dumps(record) + "\n")
     with Store.open(run_dir, None, CONFIG) as store, \
-            pytest.raises(StoreError, match=r"prove\.jsonl:3: field 'token_ids': expected a list of integers"):
+            pytest.raises(StoreError, match=rf"prove\.jsonl:3: field '{field}': {message}"):
         store.attempts(0)
+
+
+def test_a_completions_token_lists_read_back_as_written(run_dir):
+    """Integer log-probabilities (JSON writes -1.0 as -1.0, but a hand-made log may say -1) come back as floats."""
+    path = _finished_run(run_dir)
+    record = json.loads(path.read_text().splitlines()[2])
+    record["attempt"]["completion"]["logprobs"] = [-1, -0.25]
+    record["attempt"]["completion"]["token_ids"] = [7, 8]
+    _replace_line(path, 3, json.dumps(record) + "\n")
+    with Store.open(run_dir, None, CONFIG) as store:
+        completion = [a for a in store.attempts(0) if a.completion.token_ids == [7, 8]][0].completion
+    assert completion.logprobs == [-1.0, -0.25] and all(type(x) is float for x in completion.logprobs)
 
 
 def test_finished_log_that_lost_records_is_reported(run_dir):
