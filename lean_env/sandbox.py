@@ -16,6 +16,7 @@ directory under the same limits; the audits of both backends use it.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import resource
 import shutil
@@ -25,7 +26,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import psutil
@@ -61,6 +62,21 @@ class Limits:
     max_output_bytes: int = 64 << 20
     #: largest file the process may write (RLIMIT_FSIZE); None = unlimited
     file_size_bytes: Optional[int] = None
+    #: wall seconds past the latest answer deadline that a persistent process's CPU limit
+    #: still covers (:meth:`SandboxedProcess.read_until`); the limit is raised at most
+    #: this often, and one orphaned by a killed worker runs at most this much longer
+    orphan_slack_seconds: float = 60.0
+
+
+@functools.lru_cache(maxsize=1)
+def _usable_cpus() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def cpu_allowance(wall_seconds: float) -> int:
+    """The CPU seconds a process may use in ``wall_seconds`` of wall time: every usable
+    core busy (Lean elaborates on several threads), rounded up, plus one."""
+    return math.ceil(max(wall_seconds, 0.0) * _usable_cpus()) + 1
 
 
 @functools.lru_cache(maxsize=1)
@@ -128,6 +144,8 @@ class SandboxedProcess:
         self._eof = False
         self._cond = threading.Condition()
         self._stderr_tail: deque[bytes] = deque(maxlen=256)
+        #: until when (monotonic) the CPU limit last set covers every core busy (see _bound_cpu)
+        self._cpu_covered_until = float("-inf")
         self.started_at = time.monotonic()
         try:
             self.proc = subprocess.Popen(
@@ -194,6 +212,7 @@ class SandboxedProcess:
         ``frame(buffer)`` returns the end offset of the first complete message,
         or ``None``.  ``deadline`` is a ``time.monotonic()`` value.
         """
+        self._bound_cpu(deadline)
         with self._cond:
             while True:
                 end = frame(bytes(self._buf)) if self._buf else None
@@ -210,6 +229,27 @@ class SandboxedProcess:
                 if remaining <= 0:
                     raise ReadTimeout(f"{self.name}: no answer before the deadline")
                 self._cond.wait(remaining)
+
+    def _bound_cpu(self, deadline: float) -> None:
+        """Keep the process's soft CPU limit (RLIMIT_CPU) above what it can use until
+        ``deadline`` plus ``limits.orphan_slack_seconds``, and no further.  While this
+        side waits for answers the limit is never reached (CPU time cannot outrun wall
+        time on the usable cores); if this side dies mid-answer, nobody kills the
+        process, which may be busy with a hostile proof and never read its closed
+        stdin: SIGXCPU then ends it.  Raised only when a deadline passes the time the
+        last limit covered: a system call about once per slack, not per answer."""
+        if deadline <= self._cpu_covered_until:
+            return
+        covered_until = deadline + self.limits.orphan_slack_seconds
+        try:
+            times = psutil.Process(self.pid).cpu_times()
+            _, hard = resource.prlimit(self.pid, resource.RLIMIT_CPU)
+            soft = math.ceil(times.user + times.system) + cpu_allowance(covered_until - time.monotonic())
+            resource.prlimit(self.pid, resource.RLIMIT_CPU,
+                             (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+        except (psutil.Error, OSError):
+            return  # gone: read_until reports how it ended
+        self._cpu_covered_until = covered_until
 
     def stderr_tail(self) -> str:
         return b"".join(self._stderr_tail).decode("utf-8", "replace")
@@ -353,6 +393,10 @@ def run_batch(
 def _run_one(argv: list[str], prefix: tuple[str, ...], cwd: str, env: Optional[dict[str, str]],
              limits: Limits, deadline: float) -> CommandResult:
     started = time.monotonic()
+    # CPU time never outruns wall time on the usable cores, so this cap never cuts a command the
+    # deadline would not; it bounds one left running when this process dies before it can kill it.
+    cpu_cap = cpu_allowance(deadline - started)
+    limits = replace(limits, cpu_seconds=min(limits.cpu_seconds or cpu_cap, cpu_cap))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen([*prefix, *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=err, start_new_session=True, preexec_fn=apply_limits(limits))

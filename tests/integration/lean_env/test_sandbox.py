@@ -4,6 +4,8 @@ directory, resource limits, no network, deadlines, garbled output."""
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import sys
 import time
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lean_env.sandbox import (Limits, OutputTooLarge, ProcessDied, ReadTimeout, SandboxedProcess,
+from lean_env.sandbox import (Limits, OutputTooLarge, ProcessDied, ReadTimeout, SandboxedProcess, cpu_allowance,
                               network_isolation_prefix, run_batch)
 
 
@@ -109,6 +111,37 @@ def test_resource_limits_apply():
         p.kill()
 
 
+def test_a_process_nobody_waits_for_stops_by_its_cpu_limit():
+    """What an orphan does when its worker dies mid-answer: it is busy (a hostile proof),
+    never reads its closed stdin, and nobody kills it; its CPU limit ends it."""
+    p = python("while True: pass", limits=Limits(orphan_slack_seconds=0.5))
+    try:
+        with pytest.raises(ReadTimeout):
+            p.read_until(line_frame, time.monotonic() + 0.5)
+        soft, hard = resource.prlimit(p.pid, resource.RLIMIT_CPU)
+        assert hard == resource.RLIM_INFINITY and 0 < soft <= cpu_allowance(1.0) + 1
+        # nobody waits for it any more: it runs out of CPU seconds
+        assert p.proc.wait(timeout=60) == -signal.SIGXCPU
+    finally:
+        p.kill()
+
+
+def test_a_process_that_is_waited_for_keeps_working_past_its_first_limit():
+    """The limit follows the deadlines: it is raised as later answers are waited for."""
+    p = python("import sys, time\nfor line in sys.stdin:\n    t = time.process_time()\n"
+               "    while time.process_time() - t < 0.3: pass\n    print('done', flush=True)",
+               limits=Limits(orphan_slack_seconds=0.2))
+    try:
+        limits = []
+        for _ in range(4):
+            p.write(b"go\n")
+            assert p.read_until(line_frame, time.monotonic() + 10) == b"done\n"
+            limits.append(resource.prlimit(p.pid, resource.RLIMIT_CPU)[0])
+        assert limits[-1] > limits[0] and p.alive
+    finally:
+        p.kill()
+
+
 def test_no_network_when_the_kernel_allows_it():
     if not network_isolation_prefix():
         pytest.skip("this machine does not allow network namespaces")
@@ -156,6 +189,16 @@ def test_batch_stops_at_the_first_failing_command():
     assert len(results) == 1
     assert results[0].returncode == 3 and not results[0].ok and not results[0].timed_out
     assert results[0].stdout == "no\n"
+
+
+def test_a_batch_command_cannot_use_more_cpu_than_its_deadline_allows():
+    """The bound on a command left running if the process that started it dies first."""
+    code = "import resource; print(*resource.getrlimit(resource.RLIMIT_CPU))"
+    [result] = run_batch([py_command(code)], files={}, deadline=time.monotonic() + 20)
+    soft, hard = map(int, result.stdout.split())
+    assert 0 < soft == hard <= cpu_allowance(20)
+    [tighter] = run_batch([py_command(code)], files={}, deadline=time.monotonic() + 20, limits=Limits(cpu_seconds=3))
+    assert tighter.stdout.split() == ["3", "3"]  # a tighter limit of the caller's stays
 
 
 def test_batch_deadline_kills_the_command_and_what_it_started():
