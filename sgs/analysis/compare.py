@@ -121,6 +121,8 @@ class Comparison:
     """The mechanism's diagnostics table (:func:`sgs.analysis.diagnostics.diagnostic_rows`)."""
     confidence: float
     notes: list[str]
+    members: dict[str, list[tuple[RunData, RunCurve]]]
+    """Method -> the runs compared, each with its curve (for the figures)."""
 
 
 def group_runs(runs: Sequence[RunData]) -> tuple[dict[str, list[tuple[RunData, RunCurve]]], list[str]]:
@@ -203,7 +205,7 @@ def compare(runs: Sequence[RunData], *, baseline: str | None = None, budgets: in
         never_solved[method] = never_solved_by_baseline([r for r, _ in members], [r for r, _ in grouped[baseline]])
     diagnostics = diagnostic_rows({method: [r for r, _ in members] for method, members in grouped.items()})
     return Comparison(methods, baseline, grid, covered[1], differences, pair_budgets, target_differences,
-                      target_budgets, base_follow, never_solved, diagnostics, confidence, notes)
+                      target_budgets, base_follow, never_solved, diagnostics, confidence, notes, grouped)
 
 
 # ---------------------------------------------------------------------------
@@ -540,9 +542,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ReportError, CompareError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    grouped, _ = group_runs(runs)
-    curves = {method: [c for _, c in members] for method, members in grouped.items()}
-    by_method = {method: [run for run, _ in members] for method, members in grouped.items()}
+    curves = {method: [c for _, c in members] for method, members in comparison.members.items()}
+    by_method = {method: [run for run, _ in members] for method, members in comparison.members.items()}
     page = write(comparison, curves, by_method, args.out or Path(args.run_dirs[0]) / "comparison")
     print("\n".join(markdown_table(method_rows(comparison))))
     print()
