@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Optional
 
 from lean_env.backends import BACKENDS, BackendSpec
-from lean_env.lean.config import ENV_PROJECT_DIR, ENV_REPL_COMMAND
+from lean_env.lean.config import AXIOM_CHECKS, ENV_PROJECT_DIR, ENV_REPL_COMMAND
 from lean_env.verdict import ProofTask, Status, Verdict
 
 REQUIRED_FIELDS = ("id", "header", "statement", "proof")
@@ -110,6 +110,10 @@ def build_spec(args: argparse.Namespace) -> BackendSpec:
         options["repl_command"] = command or DEFAULT_REPL_COMMAND
         if project_dir:
             options["project_dir"] = project_dir
+        if args.axiom_check:
+            options["axiom_check"] = args.axiom_check
+        if args.lake_command:
+            options["lake_command"] = args.lake_command
     return BackendSpec(args.backend, options)
 
 
@@ -117,7 +121,9 @@ def usage_problem(args: argparse.Namespace) -> Optional[str]:
     """What is wrong with the command line before anything runs, or ``None``."""
     if args.backend != "lean":
         lean_only = [flag for flag, value in (("--repl-command", args.repl_command),
-                                              ("--project-dir", args.project_dir)) if value]
+                                              ("--project-dir", args.project_dir),
+                                              ("--axiom-check", args.axiom_check),
+                                              ("--lake-command", args.lake_command)) if value]
         if lean_only:
             return f"{' and '.join(lean_only)} {'applies' if len(lean_only) == 1 else 'apply'} to --backend lean only"
     elif args.allow_bug_prone is not None:
@@ -217,6 +223,12 @@ def main(argv: Optional[list[str]] = None) -> int:
                    "(default: $LEAN_ENV_REPL_COMMAND, else `lake env repl` run in --project-dir)")
     v.add_argument("--project-dir", help="Lean only: the Mathlib project directory the REPL runs in "
                    "(default: $LEAN_ENV_PROJECT_DIR)")
+    v.add_argument("--axiom-check", choices=AXIOM_CHECKS,
+                   help="Lean only: read a proof's axioms in a separate checker process that replays the proof's "
+                        "environment (process, the default; needs --project-dir and lake) or from the REPL's "
+                        "`#print axioms` (repl)")
+    v.add_argument("--lake-command", help="Lean only: the lake command of the axiom checker and the audit "
+                   "(default: lake)")
     v.add_argument("--allowed-axioms", metavar="A,B,...",
                    help="axioms a valid proof may depend on, replacing the backend's list (Rocq: none; Lean: "
                         "propext,Classical.choice,Quot.sound); '' allows none")

@@ -370,7 +370,8 @@ def check_with_standin(proved: list[Lemma], conjectured: list[Lemma]) -> list[st
     from lean_env.verdict import ProofTask
 
     command = f"{sys.executable} {STANDIN}"
-    backend = LeanBackend(LeanConfig(repl_command=command, spare=False, timeout=60, header_timeout=60))
+    backend = LeanBackend(LeanConfig(repl_command=command, axiom_check="repl", spare=False, timeout=60,
+                                     header_timeout=60))
     problems = []
     try:
         for lemma in proved:

@@ -5,17 +5,21 @@ one header environment and has answered thousands of other commands; a bug in
 that path (an environment reused wrongly, an answer misread) could accept a
 proof that is not one.  The audit re-checks the proof through Lean's batch
 compiler instead, in one fresh scratch directory
-(:func:`lean_env.sandbox.run_batch`: a new process, the REPL's resource limits,
-no network):
+(:func:`lean_env.sandbox.run_batch`: new processes, the REPL's resource
+limits, no network):
 
-    <lake_command> -d <project_dir> env lean Audited.lean
+    <lake_command> -d <project_dir> env lean -o Audited.olean Audited.lean
+    <lake_command> -d <project_dir> env lean --run SgsAxiomCheck.lean NONCE olean Audited.olean THEOREM
 
-where ``Audited.lean`` is the header, the trusted statement, the proof body
-exactly as the REPL received it (pre-filtered and normalised), and
-``#print axioms <theorem>``.  The proof agrees when ``lean`` exits 0, prints
-no error, and prints exactly one axioms line naming only allowed axioms
-(``sorryAx`` never is).  As with the REPL, nothing but that one line is read
-from Lean's messages, and its absence fails closed.
+where ``Audited.lean`` is the header, the trusted statement and the proof body
+exactly as the REPL received it (pre-filtered and normalised).  The second
+command is the trusted axiom checker (:mod:`lean_env.lean.axiom_check`): it
+reads the compiled module as data, replays its constants through the kernel
+and lists the theorem's axioms, so nothing the proof does while it is
+compiled (new syntax for ``#print axioms``, printed look-alike lines) reaches
+the answer.  The proof agrees when the compile exits 0 and prints no error,
+and the checker answers for this theorem with only allowed axioms (``sorryAx``
+never is).
 
 Entry point: :func:`audit_proof` (used by :meth:`LeanBackend.audit`);
 :func:`judge` is the pure part.  Reasons: ``ok``, ``audit_compile_failed``,
@@ -32,21 +36,21 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
+from lean_env.lean.axiom_check import checker_command, judge_report, new_nonce
 from lean_env.lean.checks import PreparedProof
 from lean_env.lean.config import LeanConfig
 from lean_env.sandbox import CommandResult, run_batch
 from lean_env.verdict import Status
 
-#: the file the audit compiles
+#: the file the audit compiles, and the module it compiles to
 AUDIT_FILE = "Audited.lean"
+AUDIT_OLEAN = "Audited.olean"
 #: the largest file the compiler may write (its .olean of one theorem is far smaller)
 AUDIT_FILE_SIZE_BYTES = 256 << 20
 #: how much of a failing compile's output a verdict keeps
 _TAIL_CHARS = 1_500
 #: ``FILE:LINE:COL: error`` as Lean's command line prints error messages
 _ERROR_LINE = re.compile(r"^[^\n:]*:\d+:\d+: error\b", re.MULTILINE)
-#: the ``#print axioms`` answer, whose list Lean wraps over indented lines when long
-_AXIOMS = re.compile(r"'[^'\n]*' (?:depends on axioms: \[(?P<axioms>[^\]]*)\]|(?P<none>does not depend on any axioms))")
 
 
 @dataclass(frozen=True)
@@ -59,48 +63,54 @@ class AuditOutcome:
 
 
 def audit_source(header: str, prepared: PreparedProof) -> str:
-    """The text of ``Audited.lean``: header, the spliced proof, the axioms query."""
-    return f"{header.rstrip()}\n\n{prepared.command}\n\n#print axioms {prepared.name}\n"
+    """The text of ``Audited.lean``: the header and the spliced proof."""
+    return f"{header.rstrip()}\n\n{prepared.command}\n"
 
 
-def compile_command(config: LeanConfig) -> Optional[list[str]]:
-    """``<lake_command> -d <project_dir> env lean Audited.lean``, or ``None``
+def audit_commands(config: LeanConfig, nonce: str, theorem: str) -> Optional[list[list[str]]]:
+    """The compile, then the axiom checker on what it compiled; ``None``
     without a project directory (``lake env`` needs the project's search path)."""
     if not config.project_dir:
         return None
-    return [*shlex.split(config.lake_command), "-d", config.project_dir, "env", "lean", AUDIT_FILE]
+    lake = shlex.split(config.lake_command)
+    compile_module = [*lake, "-d", config.project_dir, "env", "lean", "-o", AUDIT_OLEAN, AUDIT_FILE]
+    check_axioms = checker_command(config.lake_command, config.project_dir, nonce, "olean", AUDIT_OLEAN, theorem)
+    return [compile_module, check_axioms]
 
 
-def judge(result: CommandResult, allowed: frozenset[str]) -> AuditOutcome:
-    """Read one finished compile: errors, then the one axioms line."""
-    output = result.stdout + result.stderr
+def judge(results: list[CommandResult], nonce: str, theorem: str, allowed: frozenset[str]) -> AuditOutcome:
+    """Read the finished batch: the compile's errors, then the checker's answer."""
+    compiled = results[0]
+    output = compiled.stdout + compiled.stderr
     tail = (output[-_TAIL_CHARS:],) if output else ()
-    if result.returncode is None:
+    if compiled.returncode is None:
         return AuditOutcome(Status.TIMEOUT, "audit_timeout", tail)
-    if result.returncode != 0 or _ERROR_LINE.search(output):
+    if compiled.returncode != 0 or _ERROR_LINE.search(output):
         return AuditOutcome(Status.INVALID, "audit_compile_failed", tail)
-    found = list(_AXIOMS.finditer(result.stdout))
-    if len(found) != 1:
-        return AuditOutcome(Status.INVALID, "audit_axioms_unknown", tail)
-    listed = "" if found[0].group("none") else found[0].group("axioms")
-    axioms = {name.strip() for name in listed.split(",") if name.strip()}
-    unexpected = sorted(axioms - (allowed - {"sorryAx"}))
-    if unexpected:
-        return AuditOutcome(Status.INVALID, f"audit_axioms:{','.join(unexpected)}", tail)
-    return AuditOutcome(Status.VALID, "ok")
+    if len(results) < 2:
+        return AuditOutcome(Status.INVALID, "audit_axioms_unknown", ("the axiom checker did not run",))
+    report = judge_report(results[1], nonce, theorem, allowed)
+    if report.status is Status.VALID:
+        return AuditOutcome(Status.VALID, "ok", report.messages)
+    if report.status is Status.TIMEOUT:
+        return AuditOutcome(Status.TIMEOUT, "audit_timeout", report.messages)
+    if report.offending:
+        return AuditOutcome(Status.INVALID, f"audit_axioms:{','.join(report.offending)}", report.messages)
+    return AuditOutcome(Status.INVALID, "audit_axioms_unknown", report.messages)
 
 
 def audit_proof(config: LeanConfig, header: str, prepared: PreparedProof, timeout: float) -> AuditOutcome:
-    """Compile the proof with ``lake env lean`` in a fresh sandbox and judge it."""
-    argv = compile_command(config)
-    if argv is None:
+    """Compile the proof and check its axioms in a fresh sandbox, and judge it."""
+    nonce = new_nonce()
+    commands = audit_commands(config, nonce, prepared.name)
+    if commands is None:
         return AuditOutcome(Status.SYSTEM_ERROR, "audit_unavailable",
                             ("the Lean audit needs LeanConfig.project_dir (lake env runs in the project)",))
     limits = dataclasses.replace(config.limits(), file_size_bytes=AUDIT_FILE_SIZE_BYTES)
     try:
-        [result] = run_batch([argv], files={AUDIT_FILE: audit_source(header, prepared)},
-                             deadline=time.monotonic() + timeout, env=config.child_env(), limits=limits,
-                             name="lean-audit")
+        results = run_batch(commands, files={AUDIT_FILE: audit_source(header, prepared)},
+                            deadline=time.monotonic() + timeout, env=config.child_env(), limits=limits,
+                            name="lean-audit")
     except FileNotFoundError as error:
         return AuditOutcome(Status.SYSTEM_ERROR, "audit_unavailable", (str(error),))
-    return judge(result, frozenset(config.allowed_axioms))
+    return judge(results, nonce, prepared.name, frozenset(config.allowed_axioms))

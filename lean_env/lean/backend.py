@@ -13,7 +13,10 @@ Failure handling:
   timeout);
 * a dead or garbled process, or a REPL-level ``{"message": ...}`` answer to a
   command: the work is retried once on a fresh process, then
-  ``system_error``;
+  ``system_error``; but when the process died while running the input both
+  times (after its header had run), the input is to blame: ``invalid`` with
+  reason ``prover_crash`` (a proof that exits the REPL or exhausts its memory
+  must cost the model something, and not two restarts each time);
 * a header that does not elaborate: ``system_error`` (reason
   ``header_error``) at once, since it fails the same way every time.
 
@@ -32,8 +35,10 @@ re-check the assembled proof with :meth:`check_proof` before paying reward.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
+import os
 import re
 import threading
 import time
@@ -46,9 +51,11 @@ from lean_env.lean.checks import (
     PreparedProof, Rejection, check_conjecture, check_tactic, check_text, check_trusted_statement,
     judge_axioms, judge_command, prepare_proof, rendered)
 from lean_env.lean.audit import audit_proof
+from lean_env.lean.axiom_check import checker_command, judge_report, new_nonce
 from lean_env.lean.config import LeanConfig
-from lean_env.lean.protocol import ReplError, RequestEncodingError
+from lean_env.lean.protocol import CommandResponse, ReplError, RequestEncodingError
 from lean_env.lean.repl import HeaderError, ReplCrashed, ReplFailure, ReplProcess, ReplTimeout
+from lean_env.sandbox import run_batch
 from lean_env.verdict import ProofTask, Status, Verdict
 
 log = logging.getLogger(__name__)
@@ -291,6 +298,8 @@ class LeanBackend(ProverBackend):
         if rejection is not None:
             return _Outcome(Status.INVALID, rejection.reason, rejection.messages)
         name = prepared.name if prepared.name.startswith("_root_.") else f"_root_.{prepared.name}"
+        if self.config.axiom_check == "process":
+            return self._axioms_from_checker(proc, answer, name, deadline)
         axioms = proc.command(f"#print axioms {name}", answer.env, deadline)
         if isinstance(axioms, ReplError):
             raise _RetryOnFreshProcess("repl_error", (axioms.message,))
@@ -298,6 +307,31 @@ class LeanBackend(ProverBackend):
         if rejection is not None:
             return _Outcome(Status.INVALID, rejection.reason, rejection.messages)
         return _Outcome(Status.VALID, "ok", rendered(answer.messages))
+
+    def _axioms_from_checker(self, proc: ReplProcess, answer: CommandResponse, name: str,
+                             deadline: float) -> _Outcome:
+        """The axiom check in a separate process (:mod:`lean_env.lean.axiom_check`):
+        the REPL pickles the proof's environment, the trusted checker replays it
+        through the kernel and lists the theorem's axioms."""
+        nonce = new_nonce()
+        pickle = os.path.join(proc.exchange_dir, f"env-{nonce}.olean")
+        try:
+            written = proc.pickle(pickle, answer.env, deadline)
+            if isinstance(written, ReplError):
+                raise _RetryOnFreshProcess("repl_error", (written.message,))
+            argv = checker_command(self.config.lake_command, self.config.project_dir, nonce, "pickle", pickle, name)
+            try:
+                [result] = run_batch([argv], files={}, deadline=deadline, env=self._env, limits=self._limits,
+                                     name="lean-axioms")
+            except FileNotFoundError as error:
+                return _Outcome(Status.SYSTEM_ERROR, "axiom_check_unavailable", (str(error),))
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(pickle)
+        report = judge_report(result, nonce, name, self._policy.allowed_axioms)
+        if report.status is not Status.VALID:
+            return _Outcome(report.status, report.reason, report.messages)
+        return _Outcome(Status.VALID, "ok", (*rendered(answer.messages), *report.messages))
 
     def _statement_attempt(self, proc: ReplProcess, env: int, command: str, deadline: float) -> _Outcome:
         answer = proc.command(command, env, deadline)
@@ -318,12 +352,15 @@ class LeanBackend(ProverBackend):
         self._warn_about_header(header)
         failure = _Outcome(Status.SYSTEM_ERROR, "crash")
         worker = "lean"
+        crashes_on_input = 0
         for _ in range(2):
             proc: Optional[ReplProcess] = None
+            running_job = False
             try:
                 proc = self._process_for(header)
                 worker = f"lean:{proc.pid}"
                 env = proc.header_env(header, time.monotonic() + self.config.header_timeout)
+                running_job = True
                 return job(proc, env, time.monotonic() + timeout), worker
             except RequestEncodingError as e:
                 return _Outcome(Status.INVALID, "bad_encoding", (str(e),)), worker
@@ -335,6 +372,7 @@ class LeanBackend(ProverBackend):
                 failure = _Outcome(Status.SYSTEM_ERROR, "header_timeout", (str(e),))
             except ReplFailure as e:
                 failure = _Outcome(Status.SYSTEM_ERROR, e.reason, _failure_messages(e))
+                crashes_on_input += running_job and isinstance(e, ReplCrashed)
             except _RetryOnFreshProcess as e:
                 if proc is not None:
                     proc.kill()
@@ -342,6 +380,11 @@ class LeanBackend(ProverBackend):
             if self._closed:
                 break
             log.warning("Lean REPL failed (%s): %s", failure.reason, " | ".join(failure.messages)[:500])
+        if crashes_on_input == 2:
+            # the header ran on both processes and each died on this input: the input's doing
+            # (a proof that exits the process or exhausts memory), not the machinery's
+            return _Outcome(Status.INVALID, "prover_crash",
+                            ("the REPL died on this input in two fresh processes", *failure.messages)), worker
         return failure, worker
 
     # -- processes ---------------------------------------------------------

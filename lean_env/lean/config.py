@@ -41,6 +41,10 @@ _PASSED_VARIABLES = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR")
 _PASSED_PREFIXES = ("LEAN_", "ELAN", "LAKE")
 
 
+#: the places a proof's axioms can be read from (``LeanConfig.axiom_check``)
+AXIOM_CHECKS = ("process", "repl")
+
+
 class LeanConfigError(ValueError):
     """The backend is configured in a way that cannot work (no REPL command,
     a binary that does not exist)."""
@@ -62,6 +66,12 @@ class LeanConfig:
     #: the ``lake`` command the audit compiles with (``<lake_command> -d
     #: <project_dir> env lean FILE``); a name on PATH, a path, or a command line
     lake_command: str = "lake"
+    #: where a proof's axioms are read: ``process`` (the REPL pickles the proof's
+    #: environment and the trusted checker ``SgsAxiomCheck.lean`` replays it through the
+    #: kernel in a separate ``lake env lean --run``; needs ``project_dir``) or ``repl``
+    #: (``#print axioms`` in the proof's own environment: one REPL round trip, but a
+    #: proof that adds syntax could change what it prints; docs/proof_checking.md)
+    axiom_check: str = "process"
     #: default wall-clock seconds per proof / tactic (paper: 200 s)
     timeout: float = 200.0
     #: wall-clock seconds allowed to start a process and run a header
@@ -97,6 +107,9 @@ class LeanConfig:
     #: Lean toolchain label for the verdict-cache key; empty: read
     #: ``<project_dir>/lean-toolchain``
     toolchain: str = ""
+    #: directories the REPL, the axiom checker and the audit may write to besides their
+    #: scratch directories (writes elsewhere are refused where Landlock exists)
+    writable_paths: tuple[str, ...] = ()
     #: extra environment variables for the REPL process
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -107,6 +120,9 @@ class LeanConfig:
             value = getattr(self, name)
             if not isinstance(value, str):
                 raise LeanConfigError(f"LeanConfig.{name} must be a string, got {type(value).__name__}: {value!r}")
+        if self.axiom_check not in AXIOM_CHECKS:
+            raise LeanConfigError(f"LeanConfig.axiom_check must be one of {', '.join(AXIOM_CHECKS)}, "
+                                  f"got {self.axiom_check!r}")
 
     @classmethod
     def from_env(cls, **overrides) -> "LeanConfig":
@@ -143,6 +159,10 @@ class LeanConfig:
             found = shutil.which(program, path=self.child_env().get("PATH")) is not None
         if not found:
             raise LeanConfigError(f"Lean REPL command not found: {program!r} (command: {shlex.join(argv)})")
+        if self.axiom_check == "process" and not self.project_dir:
+            raise LeanConfigError(
+                "the Lean axiom check runs `lake env lean` in the Lean project: set prover.lean.project_dir, "
+                "or prover.lean.axiom_check=repl to read `#print axioms` from the REPL instead")
         return argv
 
     def cwd(self) -> Optional[str]:
@@ -164,7 +184,8 @@ class LeanConfig:
         _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         open_files = self.open_files if hard == resource.RLIM_INFINITY else min(self.open_files, hard)
         return Limits(address_space_bytes=self.address_space_bytes, cpu_seconds=None,
-                      open_files=open_files, isolate_network=self.isolate_network)
+                      open_files=open_files, isolate_network=self.isolate_network,
+                      writable_paths=tuple(self.writable_paths))
 
     def policy(self) -> CheckPolicy:
         """The validity-check policy these settings describe."""
@@ -189,7 +210,7 @@ class LeanConfig:
         """Prover and checker version for verdict-cache keys: the toolchain,
         the checks' version and a hash of the policy."""
         policy = hashlib.sha256(self.policy().fingerprint().encode()).hexdigest()[:12]
-        return f"lean-repl|{self.toolchain_label()}|checks-{CHECKS_VERSION}|{policy}"
+        return f"lean-repl|{self.toolchain_label()}|checks-{CHECKS_VERSION}|axioms-{self.axiom_check}|{policy}"
 
 
-__all__ = ["ENV_PROJECT_DIR", "ENV_REPL_COMMAND", "LeanConfig", "LeanConfigError"]
+__all__ = ["AXIOM_CHECKS", "ENV_PROJECT_DIR", "ENV_REPL_COMMAND", "LeanConfig", "LeanConfigError"]

@@ -103,6 +103,13 @@ def command_request(cmd: str, env: Optional[int] = None) -> dict[str, Any]:
     return request
 
 
+def pickle_request(path: str, env: int) -> dict[str, Any]:
+    """A PickleEnvironment request: write environment ``env`` (its imports and
+    the constants added after them) to the file ``path``; answered like a
+    command, with ``env`` echoed."""
+    return {"pickleTo": path, "env": env}
+
+
 def tactic_request(tactic: str, proof_state: int) -> dict[str, Any]:
     """A ProofStep request: run ``tactic`` on proof state ``proof_state``."""
     return {"tactic": tactic, "proofState": proof_state}
@@ -274,5 +281,5 @@ def parse_tactic_response(obj: dict[str, Any]) -> Union[ProofStepResponse, ReplE
 __all__ = [
     "CommandResponse", "Message", "Position", "ProofStepResponse", "ProtocolError", "ReplError",
     "RequestEncodingError", "Sorry", "command_request", "decode_response", "encode_request",
-    "parse_command_response", "parse_tactic_response", "response_frame_end", "tactic_request",
+    "parse_command_response", "parse_tactic_response", "pickle_request", "response_frame_end", "tactic_request",
 ]

@@ -14,7 +14,10 @@ Environment and proof-state ids live in one process and die with it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import shutil
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -23,7 +26,8 @@ from typing import Any, Optional, Union
 from lean_env.lean.checks import rendered
 from lean_env.lean.protocol import (
     CommandResponse, ProofStepResponse, ProtocolError, ReplError, command_request, decode_response,
-    encode_request, parse_command_response, parse_tactic_response, response_frame_end, tactic_request)
+    encode_request, parse_command_response, parse_tactic_response, pickle_request, response_frame_end,
+    tactic_request)
 from lean_env.sandbox import Limits, OutputTooLarge, ProcessDied, ReadTimeout, SandboxedProcess
 
 #: writes larger than a pipe's buffer can block on a REPL that stopped
@@ -83,7 +87,15 @@ class ReplProcess:
         self.commands = 0
         self._max_headers = max(1, max_headers)
         self._headers: OrderedDict[str, int] = OrderedDict()
-        self._proc = SandboxedProcess(argv, cwd=cwd, env=env, limits=limits, name=f"{name}-{self.serial}")
+        #: a private directory for files the REPL writes for us (environment pickles);
+        #: removed with the process
+        self.exchange_dir = tempfile.mkdtemp(prefix=f"lean_env-{name}-{self.serial}-exchange-")
+        limits = dataclasses.replace(limits, writable_paths=(*limits.writable_paths, self.exchange_dir))
+        try:
+            self._proc = SandboxedProcess(argv, cwd=cwd, env=env, limits=limits, name=f"{name}-{self.serial}")
+        except BaseException:
+            shutil.rmtree(self.exchange_dir, ignore_errors=True)
+            raise
 
     @property
     def pid(self) -> int:
@@ -103,6 +115,7 @@ class ReplProcess:
     def kill(self) -> None:
         """Kill the process group; idempotent."""
         self._proc.kill()
+        shutil.rmtree(self.exchange_dir, ignore_errors=True)
 
     # -- requests ---------------------------------------------------------
     def request(self, request: dict[str, Any], deadline: float) -> dict[str, Any]:
@@ -160,6 +173,10 @@ class ReplProcess:
     def command(self, cmd: str, env: Optional[int], deadline: float) -> Union[CommandResponse, ReplError]:
         """Elaborate ``cmd`` in environment ``env``."""
         return self._typed(parse_command_response, self.request(command_request(cmd, env), deadline))
+
+    def pickle(self, path: str, env: int, deadline: float) -> Union[CommandResponse, ReplError]:
+        """Write environment ``env`` to ``path`` (the REPL's ``pickleTo``)."""
+        return self._typed(parse_command_response, self.request(pickle_request(path, env), deadline))
 
     def tactic(self, tactic: str, proof_state: int, deadline: float) -> Union[ProofStepResponse, ReplError]:
         """Run ``tactic`` on ``proof_state``."""

@@ -193,6 +193,12 @@ def _prover_problems(prover: ProverConfig) -> list[str]:
                 f"Lean REPL command not found: {words[0]!r} from prover.lean.repl_command="
                 f"{prover.lean.repl_command!r} is not an executable on PATH; {fix}"
             )
+        lake = shlex.split(prover.lean.lake_command)
+        if prover.lean.axiom_check == "process" and (not lake or not _executable_found(lake[0])):
+            problems.append(
+                f"the Lean axiom checker's lake is not found: prover.lean.lake_command={prover.lean.lake_command!r}; "
+                f"install elan (tools/setup_lean.sh) or set prover.lean.axiom_check=repl; {fix}"
+            )
     if prover.backend == "rocq" and prover.rocq is not None and not _executable_found(prover.rocq.coqtop):
         problems.append(
             f"coqtop not found: prover.rocq.coqtop={prover.rocq.coqtop!r} is not an executable "

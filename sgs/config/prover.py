@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import MISSING
 
+from lean_env.lean.config import AXIOM_CHECKS
 from lean_env.rocq.known_bugs import FEATURE_NAMES as BUG_PRONE_FEATURES
 from sgs.config.checks import Choice
 
@@ -40,6 +41,14 @@ class LeanSettings:
     repl_command: str = "lake env repl"
     #: Lean project (with Mathlib built) that the REPL runs in.
     project_dir: str = MISSING
+    #: Where a proof's axioms are read: ``process`` (the REPL pickles the proof's
+    #: environment; the trusted checker ``lean_env/lean/SgsAxiomCheck.lean`` replays
+    #: it through the kernel in a separate ``lake env lean --run``) or ``repl``
+    #: (``#print axioms`` in the proof's own environment, which a proof that adds
+    #: syntax could forge).  docs/proof_checking.md.
+    axiom_check: str = "process"
+    #: The ``lake`` command the axiom checker and the audit run with.
+    lake_command: str = "lake"
 
 
 @dataclass
@@ -107,6 +116,8 @@ def prover_problems(prover: ProverConfig) -> list[str]:
         problems.append("prover.backend='lean' needs prover.lean settings (use prover=lean)")
     if prover.backend == "rocq" and prover.rocq is None:
         problems.append("prover.backend='rocq' needs prover.rocq settings (use prover=rocq)")
+    if prover.lean is not None and prover.lean.axiom_check not in AXIOM_CHECKS:
+        problems.append(f"prover.lean.axiom_check={prover.lean.axiom_check!r} must be one of {list(AXIOM_CHECKS)}")
     if prover.rocq is not None:
         unknown = sorted(set(prover.rocq.allow_bug_prone_features) - set(BUG_PRONE_FEATURES))
         if unknown:

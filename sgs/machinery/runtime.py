@@ -314,6 +314,8 @@ def backend_spec(prover: ProverConfig) -> BackendSpec:
     else:
         options["repl_command"] = prover.lean.repl_command
         options["project_dir"] = prover.lean.project_dir
+        options["axiom_check"] = prover.lean.axiom_check
+        options["lake_command"] = prover.lean.lake_command
     # The plain name: lean_env knows nothing of sgs, and its verifier workers unpickle the spec.
     return BackendSpec(str(prover.backend), options)
 

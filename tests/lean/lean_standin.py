@@ -31,7 +31,15 @@ What it answers:
 * ``#print axioms NAME`` lists what the proof of NAME used: none for
   ``rfl``/``decide``/``exact``, ``propext`` for ``omega``, ``propext,
   Classical.choice, Quot.sound`` for the other tactics, ``sorryAx`` for a
-  sorry or a failed proof; an unknown name is an error.
+  sorry or a failed proof; an unknown name is an error;
+* ``{"pickleTo": FILE, "env": N}`` writes the declarations of environment N
+  and their axioms to FILE as JSON (``{"standin_pickle": {name: [axioms]}}``),
+  which ``lake_standin.py`` reads where the real checker reads a pickle.
+
+``--forge-axioms`` answers every ``#print axioms`` with "does not depend on
+any axioms", as the REPL would after a proof that redefined the command (the
+pickle keeps the truth).  ``--exit-on TEXT`` ends the process, as a proof that
+calls ``IO.Process.exit`` would, whenever a command contains TEXT.
 
 ``--request-log PATH`` appends every request received as ``{"pid", "cwd",
 "request"}`` (as the replay does), so a test can see what the loop asked.
@@ -62,8 +70,10 @@ _HEADER_LINE = re.compile(r"(import|set_option|open)\b")
 class StandIn:
     """The environments and proof states of one REPL process."""
 
-    def __init__(self, seed: str) -> None:
+    def __init__(self, seed: str, forge_axioms: bool = False, exit_on: Optional[str] = None) -> None:
         self.seed = seed
+        self.forge_axioms = forge_axioms
+        self.exit_on = exit_on
         #: env id -> (parent env id or None, the declarations it adds: name -> axioms)
         self.envs: dict[int, tuple[Optional[int], dict[str, tuple[str, ...]]]] = {}
         self.states: dict[int, Goal] = {}
@@ -72,7 +82,11 @@ class StandIn:
     def answer(self, request: dict) -> dict:
         if "tactic" in request:
             return self.tactic(request.get("tactic"), request.get("proofState"))
+        if "pickleTo" in request:
+            return self.pickle(request.get("pickleTo"), request.get("env"))
         cmd, env = request.get("cmd"), request.get("env")
+        if self.exit_on is not None and isinstance(cmd, str) and self.exit_on in cmd:
+            sys.exit(1)
         if not isinstance(cmd, str):
             return {"message": "the stand-in answers `cmd` and `tactic` requests only"}
         if env is not None and env not in self.envs:
@@ -85,6 +99,19 @@ class StandIn:
         env = len(self.envs)
         self.envs[env] = (parent, declarations or {})
         return env
+
+    def pickle(self, path: Any, env: Any) -> dict:
+        """Every declaration of ``env``'s chain with its axioms, as JSON in ``path``."""
+        if not isinstance(path, str) or env not in self.envs:
+            return {"message": "Unknown environment."}
+        declarations: dict[str, tuple[str, ...]] = {}
+        current: Optional[int] = env
+        while current is not None:
+            parent, added = self.envs[current]
+            declarations = {**added, **declarations}
+            current = parent
+        Path(path).write_text(json.dumps({"standin_pickle": declarations}), encoding="utf-8")
+        return {"env": env}
 
     def declared(self, name: str, env: Optional[int]) -> Optional[tuple[str, ...]]:
         while env is not None:
@@ -167,7 +194,7 @@ class StandIn:
         new = self.new_env(env)
         if axioms is None:
             return self.respond(new, cmd, [("error", f"Unknown constant `{name}`", 0, len(cmd))])
-        return {"messages": [axioms_message(name, list(axioms))], "env": new}
+        return {"messages": [axioms_message(name, [] if self.forge_axioms else list(axioms))], "env": new}
 
     def respond(self, env: int, text: str, messages: list[tuple[str, str, int, int]],
                 sorries: Optional[list[dict]] = None) -> dict:
@@ -214,8 +241,11 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--request-log", help="append every request received (with this pid) here")
     parser.add_argument("--seed", default="lean-standin", help="seed of the randomised checks (omega, ring)")
+    parser.add_argument("--forge-axioms", action="store_true",
+                        help="answer every `#print axioms` with no axioms (the pickle keeps the truth)")
+    parser.add_argument("--exit-on", metavar="TEXT", help="exit whenever a command contains TEXT")
     args = parser.parse_args(argv)
-    standin = StandIn(args.seed)
+    standin = StandIn(args.seed, forge_axioms=args.forge_axioms, exit_on=args.exit_on)
     for request in read_requests(args.request_log):
         write_answer(json.dumps(standin.answer(request), ensure_ascii=False, indent=1))
 

@@ -66,7 +66,11 @@ def replay_command(*names: str, **options: object) -> str:
 
 def replay_backend(*names: str, config: dict | None = None, **options: object) -> LeanBackend:
     """A :class:`LeanBackend` whose REPL is the replay of ``names``."""
-    settings = {"spare": False, "timeout": 30.0, "header_timeout": 30.0, **(config or {})}
+    # the recorded transcripts hold `#print axioms` answers, not pickles: the REPL's axiom channel;
+    # the files the replay writes for the test (request log, pid file) lie outside its scratch directory
+    written = tuple(sorted({str(Path(value).parent) for value in options.values() if isinstance(value, Path)}))
+    settings = {"spare": False, "timeout": 30.0, "header_timeout": 30.0, "axiom_check": "repl",
+                "writable_paths": written, **(config or {})}
     return LeanBackend(LeanConfig(repl_command=replay_command(*names, **options), **settings))
 
 

@@ -191,13 +191,26 @@ def test_a_hung_prover_times_out_and_its_process_group_is_killed(tmp_path):
         assert backend.pid != pid
 
 
-@pytest.mark.parametrize("fault, why", [("die", "crash"), ("garbage", "garbled"), ("message", "repl_error")])
-def test_a_failing_prover_is_retried_once_then_a_system_error(fault, why, log_path):
+@pytest.mark.parametrize("fault, status, why", [
+    # the process died (or answered garbage) on this proof in two fresh processes, each after its
+    # header ran: the proof's doing, so it costs the model a verdict rather than two restarts a try
+    ("die", Status.INVALID, "prover_crash"), ("garbage", Status.INVALID, "prover_crash"),
+    # a REPL-level refusal leaves the process alive: the machinery's failure, retried, never blamed
+    ("message", Status.SYSTEM_ERROR, "repl_error")])
+def test_a_failing_prover_is_retried_once_on_a_fresh_process(fault, status, why, log_path):
     with replay_backend(MATHLIB, fault=fault, fault_on="norm_num", request_log=log_path) as backend:
         verdict = backend.check_proof(mathlib_task(1), timeout=30)
-    assert (verdict.status, verdict.reason) == (Status.SYSTEM_ERROR, why)
+    assert (verdict.status, verdict.reason) == (status, why)
     asked = {e["pid"] for e in logged_requests(log_path) if "norm_num" in e["request"]["cmd"]}
     assert len(asked) == 2
+
+
+@pytest.mark.parametrize("fault", ["die", "garbage"])
+def test_a_header_that_kills_the_prover_twice_stays_a_system_error(fault, log_path):
+    """The header is trusted configuration: its failures are never a proof's fault."""
+    with replay_backend(MATHLIB, fault=fault, fault_on="import Mathlib", request_log=log_path) as backend:
+        verdict = backend.check_proof(mathlib_task(1), timeout=30)
+    assert verdict.status is Status.SYSTEM_ERROR and verdict.reason != "prover_crash"
 
 
 @pytest.mark.parametrize("fault", ["die", "garbage", "message"])
@@ -278,6 +291,10 @@ def test_configuration_errors_are_raised_early():
         LeanBackend(LeanConfig(repl_command=replay_command(MATHLIB), project_dir="/nonexistent/mathlib"))
     with pytest.raises(LeanConfigError, match="not found"):
         LeanBackend(LeanConfig(repl_binary=".lake/build/bin/repl", project_dir="/"))
+    with pytest.raises(LeanConfigError, match="set prover.lean.project_dir"):
+        LeanBackend(LeanConfig(repl_command=replay_command(MATHLIB)))
+    with pytest.raises(LeanConfigError, match="axiom_check must be one of process, repl"):
+        LeanConfig(axiom_check="trust_me")
 
 
 def test_the_repl_runs_in_the_project_dir_which_survives(tmp_path, log_path):
@@ -287,7 +304,8 @@ def test_the_repl_runs_in_the_project_dir_which_survives(tmp_path, log_path):
     project.mkdir()
     (project / "repl.py").write_text(REPLAY.read_text())
     command = replay_command(MATHLIB, request_log=log_path).replace(str(REPLAY), "repl.py")
-    with LeanBackend(LeanConfig(repl_command=command, project_dir=str(project), spare=False)) as backend:
+    with LeanBackend(LeanConfig(repl_command=command, project_dir=str(project), axiom_check="repl",
+                                spare=False)) as backend:
         assert backend.check_proof(mathlib_task(1), timeout=30).status is Status.VALID
     assert {Path(e["cwd"]) for e in logged_requests(log_path)} == {project}
     assert (project / "repl.py").exists()

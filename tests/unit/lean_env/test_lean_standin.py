@@ -40,7 +40,8 @@ def ask(lines: list[dict]) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def backend():
-    lean = LeanBackend(LeanConfig(repl_command=standin_command(), spare=False, timeout=60, header_timeout=60))
+    lean = LeanBackend(LeanConfig(repl_command=standin_command(), axiom_check="repl", spare=False, timeout=60,
+                                  header_timeout=60))
     yield lean
     lean.close()
 
