@@ -1,11 +1,28 @@
-"""Running an untrusted-input prover process: scratch directory, own process
-group, resource limits, no network, and non-blocking reads with deadlines.
+"""Running an untrusted-input prover process: scratch directory, confined
+writes, its own process tree, resource limits, no network, and non-blocking
+reads with deadlines.
 
 Model-written proof text reaches the prover, so the prover process is treated
-as hostile: it runs in a fresh temporary directory that is deleted afterwards,
-in its own session (so the whole process group can be killed on timeout), with
-limits on address space, CPU time and open files, and (where the kernel lets
-an unprivileged user create namespaces) in an empty network namespace.
+as hostile.  It runs
+
+* in a fresh scratch directory that is deleted afterwards; ``TMPDIR``, ``HOME``
+  and the XDG cache/state/runtime directories of its environment point inside it,
+  and (where the kernel has Landlock, :mod:`lean_env.landlock`) it can write,
+  create, remove or rename nothing outside it (and outside
+  ``Limits.writable_paths``), nor connect or bind TCP, nor reach abstract unix
+  sockets or signal processes outside its sandbox;
+* in its own session, and (where ``unshare`` may create one) its own PID
+  namespace under a small init, so that ending the session ends every process
+  it ever started, daemons that double-fork and call ``setsid`` included;
+* with a bound on its processes and threads (a ``pids`` cgroup where this
+  process may create one, as root usually can; otherwise ``RLIMIT_NPROC``
+  inside its own user namespace, which is per session for a non-root user);
+* with limits on address space, CPU time and open files, and in an empty
+  network namespace where the kernel allows it.
+
+Whatever the machine cannot do is skipped with one warning per kind, and the
+process still runs: :attr:`SandboxedProcess.write_confined`,
+``processes_isolated``, ``process_bound`` and ``network_isolated`` say what held.
 
 Both backends use :class:`SandboxedProcess`; framing (blank-line JSON for the
 Lean REPL, prompts for coqtop) is theirs.  :func:`run_batch` runs a fixed
@@ -16,6 +33,8 @@ directory under the same limits; the audits of both backends use it.
 from __future__ import annotations
 
 import functools
+import itertools
+import logging
 import math
 import os
 import resource
@@ -30,6 +49,10 @@ from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import psutil
+
+from lean_env import landlock
+
+log = logging.getLogger(__name__)
 
 
 class ProcessDied(RuntimeError):
@@ -66,6 +89,16 @@ class Limits:
     #: still covers (:meth:`SandboxedProcess.read_until`); the limit is raised at most
     #: this often, and one orphaned by a killed worker runs at most this much longer
     orphan_slack_seconds: float = 60.0
+    #: confine writes to the scratch directory and ``writable_paths`` (Landlock)
+    confine_writes: bool = True
+    #: more directories (or files) the process may write beneath, for what a prover
+    #: needs besides its scratch directory (a cache the caller manages)
+    writable_paths: tuple[str, ...] = ()
+    #: run in an own PID namespace, so that ending the session ends all it started
+    isolate_processes: bool = True
+    #: most tasks (processes and threads together: the kernel counts both) alive at
+    #: once in the session; Lean's threads count, so keep it well above its thread count
+    max_processes: Optional[int] = 1024
 
 
 @functools.lru_cache(maxsize=1)
@@ -79,20 +112,395 @@ def cpu_allowance(wall_seconds: float) -> int:
     return math.ceil(max(wall_seconds, 0.0) * _usable_cpus()) + 1
 
 
-@functools.lru_cache(maxsize=1)
 def network_isolation_prefix() -> tuple[str, ...]:
     """The argv prefix that runs a command without network access, or ``()``
     when this machine does not allow it (no ``unshare``, or user namespaces
     disabled).  Probed once per process."""
+    return isolation_prefix(network=True, processes=False)
+
+
+#: argv of the PID namespace's init: the shell starts the command as its child
+#: and exits with its status.  Not the command itself, because the init of a PID
+#: namespace ignores signals it has no handler for, SIGXCPU among them, so a
+#: prover there would outlive its CPU limit (see SandboxedProcess._bound_cpu); a
+#: command killed by signal N makes the shell exit with 128 + N.  ``; exit``
+#: keeps dash from exec'ing the command in its own place.
+_INIT = ("/bin/sh", "-c", '"$@"; exit $?', "lean_env-init")
+
+
+def signal_of(returncode: Optional[int]) -> Optional[int]:
+    """The signal that ended a sandboxed process, from its exit status: negative for
+    a process started directly, 128 + N through the PID namespace's init shell
+    (which cannot tell it from a plain ``exit(128 + N)``); ``None`` otherwise."""
+    if returncode is None:
+        return None
+    if returncode < 0:
+        return -returncode
+    return returncode - 128 if 128 < returncode < 128 + 65 else None
+
+
+@functools.lru_cache(maxsize=None)
+def isolation_prefix(network: bool, processes: bool) -> tuple[str, ...]:
+    """The ``unshare`` argv prefix for an empty network namespace and/or an own PID
+    namespace (``--fork --kill-child``: the namespace's init dies with ``unshare``,
+    and every process in the namespace dies with its init), or ``()`` when this
+    machine allows neither.  Falls back to the one that works when only one does.
+    Not root: ``--map-root-user`` (a user namespace makes the others possible).
+    Probed once per process and combination."""
     exe = shutil.which("unshare")
-    if exe is None:
+    if exe is None or not (network or processes):
         return ()
-    prefix = (exe, "--net", "--map-root-user") if os.geteuid() != 0 else (exe, "--net")
+    user = ("--map-root-user",) if os.geteuid() != 0 else ()
+    wanted = [(network, processes)]
+    if network and processes:
+        wanted += [(True, False), (False, True)]
+    for net, pid in wanted:
+        prefix = (exe, *(("--net",) if net else ()), *user,
+                  *(("--pid", "--fork", "--kill-child") if pid else ()))
+        try:
+            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if ok:
+            return prefix
+    return ()
+
+
+def _in_pid_namespace(prefix: tuple[str, ...]) -> bool:
+    return "--pid" in prefix
+
+
+def _in_user_namespace(prefix: tuple[str, ...]) -> bool:
+    return "--map-root-user" in prefix
+
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_once(topic: str, message: str) -> None:
+    with _warned_lock:
+        if topic in _warned:
+            return
+        _warned.add(topic)
+    log.warning(message)
+
+
+@functools.lru_cache(maxsize=1)
+def landlock_works() -> bool:
+    """Whether a child can be confined with Landlock here: probed once per process
+    by confining a throwaway ``true``, because a kernel can report an ABI and still
+    refuse (a seccomp filter, an LSM stack without Landlock)."""
+    if landlock.abi_version() < 1:
+        return False
     try:
-        ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        ok = False
-    return prefix if ok else ()
+        with tempfile.TemporaryDirectory(prefix="lean_env-landlock-probe-") as d:
+            return subprocess.run(["true"], preexec_fn=lambda: landlock.restrict_self([d]),
+                                  capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+# -- a pids cgroup per session: a bound on processes that holds for root too ------
+
+_cgroup_serial = itertools.count(1)
+_CGROUP_PREFIX = "lean_env-"
+
+
+@functools.lru_cache(maxsize=1)
+def _pids_cgroup_base() -> Optional[str]:
+    """A cgroup directory where this process may create child cgroups that have the
+    ``pids`` controller (cgroup v1's ``pids`` hierarchy, or a v2 cgroup with
+    ``pids`` enabled for its children), or ``None``.  Root can usually; a user
+    only in a delegated cgroup.  Also removes the empty cgroups that processes
+    which died without cleaning up left there."""
+    try:
+        with open("/proc/self/cgroup", encoding="ascii") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    candidates = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            candidates.append(os.path.join("/sys/fs/cgroup/pids", path.lstrip("/")))
+        elif controllers == "" and os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+            candidates.append(os.path.join("/sys/fs/cgroup", path.lstrip("/")))
+    for base in candidates:
+        probe = os.path.join(base, f"{_CGROUP_PREFIX}probe-{os.getpid()}")
+        try:
+            os.mkdir(probe)
+        except OSError:
+            continue
+        try:
+            usable = os.path.exists(os.path.join(probe, "pids.max"))
+        finally:
+            _rmdir_quietly(probe)
+        if usable:
+            _sweep_stale_cgroups(base)
+            return base
+    return None
+
+
+def _sweep_stale_cgroups(base: str) -> None:
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if name.startswith(_CGROUP_PREFIX) and len(parts) >= 3 and parts[1].isdigit() \
+                and not psutil.pid_exists(int(parts[1])):
+            _rmdir_quietly(os.path.join(base, name))  # fails, harmlessly, while not empty
+
+
+def _rmdir_quietly(path: str) -> bool:
+    try:
+        os.rmdir(path)
+        return True
+    except OSError:
+        return False
+
+
+class _PidsCgroup:
+    """One session's cgroup: a ``pids.max`` bound, and the list of every process in
+    it, whatever it did to its session or parent."""
+
+    def __init__(self, base: str, max_tasks: int) -> None:
+        self.path = os.path.join(base, f"{_CGROUP_PREFIX}{os.getpid()}-{next(_cgroup_serial)}")
+        os.mkdir(self.path)
+        try:
+            with open(os.path.join(self.path, "pids.max"), "w", encoding="ascii") as f:
+                f.write(str(max_tasks))
+        except OSError:
+            _rmdir_quietly(self.path)
+            raise
+        self.procs = os.path.join(self.path, "cgroup.procs")
+
+    def members(self) -> list[int]:
+        try:
+            with open(self.procs, encoding="ascii") as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
+    def remove(self, settle: float = 2.0) -> None:
+        """Delete the cgroup once its last process is gone (a killed process leaves
+        it a moment after it dies)."""
+        deadline = time.monotonic() + settle
+        while not _rmdir_quietly(self.path) and os.path.isdir(self.path) and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+def _join_cgroup(procs_path: str) -> None:
+    """In the child: move into the session's cgroup before anything else runs."""
+    fd = os.open(procs_path, os.O_WRONLY)
+    try:
+        os.write(fd, str(os.getpid()).encode())
+    finally:
+        os.close(fd)
+
+
+# -- the confined child ----------------------------------------------------------
+
+#: more writable paths for every sandboxed process (``os.pathsep``-separated), set in
+#: our own environment: for a test double that keeps a log outside its scratch
+#: directory, or a deployment whose prover needs a cache it manages
+WRITABLE_PATHS_VARIABLE = "LEAN_ENV_SANDBOX_WRITABLE"
+
+#: directories of the scratch directory that stand in for the user's writable places
+_HOME, _TMP, _RUN = ".home", ".tmp", ".run"
+
+
+def confined_env(env: Optional[dict[str, str]], scratch: str) -> dict[str, str]:
+    """``env`` (``None``: ours) with every place a program writes by convention
+    moved into ``scratch``: ``TMPDIR``/``TMP``/``TEMP``, ``HOME`` and the XDG
+    cache, state and runtime directories.  Where programs *find* things through
+    ``HOME`` (elan's toolchains, Coq's user-contrib, configuration files) the
+    old locations are kept explicitly, for reading: ``ELAN_HOME``,
+    ``XDG_DATA_HOME`` and ``XDG_CONFIG_HOME`` default to the places the old
+    ``HOME`` implied.  Everything else is the caller's."""
+    out = dict(os.environ if env is None else env)
+    old_home = out.get("HOME") or os.path.expanduser("~")
+    home, tmp, run = (os.path.join(scratch, d) for d in (_HOME, _TMP, _RUN))
+    for d in (home, tmp, run):
+        os.makedirs(d, mode=0o700, exist_ok=True)
+    if old_home and os.path.isabs(old_home):
+        out.setdefault("XDG_DATA_HOME", os.path.join(old_home, ".local", "share"))
+        out.setdefault("XDG_CONFIG_HOME", os.path.join(old_home, ".config"))
+        if os.path.isdir(os.path.join(old_home, ".elan")):
+            out.setdefault("ELAN_HOME", os.path.join(old_home, ".elan"))
+    out.update(HOME=home, TMPDIR=tmp, TMP=tmp, TEMP=tmp, XDG_CACHE_HOME=os.path.join(home, ".cache"),
+               XDG_STATE_HOME=os.path.join(home, ".local", "state"), XDG_RUNTIME_DIR=run)
+    return out
+
+
+@dataclass(frozen=True)
+class _Confinement:
+    """How one child is started: argv prefix, what its preexec does, what held."""
+
+    prefix: tuple[str, ...]
+    writable: tuple[str, ...]
+    landlock: bool
+    cgroup: Optional[_PidsCgroup]
+
+    @property
+    def processes_isolated(self) -> bool:
+        return _in_pid_namespace(self.prefix)
+
+    @property
+    def network_isolated(self) -> bool:
+        return "--net" in self.prefix
+
+    @property
+    def process_bound(self) -> Optional[str]:
+        if self.cgroup is not None:
+            return "cgroup"
+        if _in_user_namespace(self.prefix) and "--nproc" in " ".join(self.prefix):
+            return "rlimit"
+        return None
+
+    def argv(self, argv: list[str]) -> list[str]:
+        return [*self.prefix, *argv]
+
+    def preexec(self, limits: Limits) -> Callable[[], None]:
+        rlimits = apply_limits(limits)
+        procs = self.cgroup.procs if self.cgroup is not None else None
+        writable, confine = self.writable, self.landlock
+
+        def preexec() -> None:  # in the child between fork and exec: join, limit, confine
+            if procs is not None:
+                _join_cgroup(procs)
+            rlimits()
+            if confine:
+                landlock.restrict_self(writable)
+
+        return preexec
+
+    def end(self, leader: int, reaped: bool, settle: float = 5.0) -> None:
+        """End every process of the tree and wait until none runs: the process group
+        of ``leader``, the PID namespace it made (looked up only while ``leader`` is
+        not ``reaped``: its number may belong to another process then; a reaped
+        ``unshare`` took its namespace with it), the cgroup."""
+        namespace = _child_pid_namespace(leader) if self.processes_isolated and not reaped else None
+        _end_processes(leader, namespace, self.cgroup, settle)
+
+    def release(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.remove()
+
+
+def _confinement(limits: Limits, scratch: str) -> _Confinement:
+    prefix = isolation_prefix(limits.isolate_network, limits.isolate_processes)
+    if limits.isolate_network and "--net" not in prefix:
+        _warn_once("net", "no network namespace here: prover processes keep the network "
+                          "(Landlock still denies TCP where the kernel has ABI 4)")
+    if limits.isolate_processes and not _in_pid_namespace(prefix):
+        _warn_once("pid", "no PID namespace here: a prover's daemon that leaves its process group "
+                          "survives the session unless a pids cgroup holds it")
+    cgroup = None
+    if limits.max_processes is not None:
+        base = _pids_cgroup_base()
+        if base is not None:
+            try:
+                cgroup = _PidsCgroup(base, limits.max_processes)
+            except OSError:
+                cgroup = None
+        if cgroup is None and _in_user_namespace(prefix) and _in_pid_namespace(prefix) \
+                and shutil.which("prlimit"):
+            # Set inside the new user namespace, RLIMIT_NPROC counts this session's tasks
+            # only (the kernel counts per user namespace and uid); set before it, it would
+            # count every process of the user.  Root is exempt from it, hence the cgroup.
+            n = limits.max_processes
+            prefix = (*prefix, shutil.which("prlimit"), f"--nproc={n}:{n}", "--")
+        elif cgroup is None:
+            _warn_once("nproc", "no pids cgroup and no user namespace here: a prover's process count "
+                                "is not bounded")
+    if _in_pid_namespace(prefix):
+        prefix = (*prefix, *_INIT)
+    extra = tuple(x for x in os.environ.get(WRITABLE_PATHS_VARIABLE, "").split(os.pathsep) if x)
+    writable = (scratch, *limits.writable_paths, *extra)
+    if _in_user_namespace(prefix):
+        # unshare maps its user namespace by writing these, after the Landlock ruleset
+        # is in place (they are the files of the process that execs unshare only)
+        writable += ("/proc/self/uid_map", "/proc/self/gid_map", "/proc/self/setgroups")
+    confine = limits.confine_writes and landlock_works()
+    if limits.confine_writes and not confine:
+        _warn_once("landlock", "Landlock is not available here: prover processes can write outside "
+                               "their scratch directory (TMPDIR and HOME still point into it)")
+    return _Confinement(prefix=prefix, writable=writable, landlock=confine, cgroup=cgroup)
+
+
+def _pid_namespace(pid: int, which: str = "pid") -> Optional[tuple[int, int]]:
+    try:
+        st = os.stat(f"/proc/{pid}/ns/{which}")
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _child_pid_namespace(leader: int) -> Optional[tuple[int, int]]:
+    """The PID namespace ``unshare`` (``leader``) made for its child, or ``None``
+    when it is gone or has not made one yet."""
+    made = _pid_namespace(leader, "pid_for_children")
+    return None if made is None or made == _pid_namespace(leader) else made
+
+
+def _namespace_members(namespace: tuple[int, int]) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and _pid_namespace(int(name)) == namespace:
+            found.append(int(name))
+    return found
+
+
+def _end_processes(leader: int, namespace: Optional[tuple[int, int]], cgroup: Optional[_PidsCgroup],
+                   settle: float) -> None:
+    """SIGKILL the process group ``leader`` leads, every process in ``namespace`` and
+    in ``cgroup``, and wait (``settle`` seconds at most) until none of them runs.
+    The namespace's processes would die with its init anyway; they are killed and
+    waited for here so that a caller that returns has really stopped them."""
+    try:
+        os.killpg(leader, signal.SIGKILL)
+        # one scan of /proc for the group's members; killed, they cannot fork more
+        members = set(_group_members(leader))
+    except (ProcessLookupError, PermissionError):
+        members = set()  # the common case after a command exited: nothing of it left
+    deadline = time.monotonic() + settle
+    while True:
+        found = set()
+        if namespace is not None:
+            found.update(_namespace_members(namespace))
+        if cgroup is not None:
+            found.update(cgroup.members())
+        for pid in found - members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        members |= found
+        running = [pid for pid in members if _running_pid(pid)]
+        if not running or time.monotonic() >= deadline:
+            return
+        time.sleep(0.01)
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for p in psutil.process_iter():
+        try:
+            if os.getpgid(p.pid) == pgid:
+                members.append(p.pid)
+        except OSError:
+            continue
+    return members
+
+
+def _running_pid(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def apply_limits(limits: Limits) -> Callable[[], None]:
@@ -135,11 +543,26 @@ class SandboxedProcess:
         programs such as ``coqtop -emacs`` that print their prompts on stderr."""
         self.name = name
         self.limits = limits
-        self._own_dir = cwd is None
-        self.cwd = cwd or tempfile.mkdtemp(prefix=f"lean_env-{name}-")
-        prefix = network_isolation_prefix() if limits.isolate_network else ()
-        self.network_isolated = bool(prefix)
-        self.argv = [*prefix, *argv]
+        #: the process's own writable directory, deleted with it; its working directory
+        #: unless ``cwd`` is given (a project directory, which stays read-only)
+        self.scratch = tempfile.mkdtemp(prefix=f"lean_env-{name}-")
+        self._own_dir = True
+        self.cwd = cwd or self.scratch
+        try:
+            self._confinement = _confinement(limits, self.scratch)
+            env = confined_env(env, self.scratch)
+        except BaseException:
+            self._remove_dir()
+            raise
+        #: no network namespace... see the module docstring for each of these
+        self.network_isolated = self._confinement.network_isolated
+        #: writes outside the scratch directory (and ``Limits.writable_paths``) fail
+        self.write_confined = self._confinement.landlock
+        #: the session has its own PID namespace: ending it ends all it started
+        self.processes_isolated = self._confinement.processes_isolated
+        #: what bounds the session's process count: ``"cgroup"``, ``"rlimit"`` or ``None``
+        self.process_bound = self._confinement.process_bound
+        self.argv = self._confinement.argv(argv)
         self._buf = bytearray()
         self._eof = False
         self._cond = threading.Condition()
@@ -156,10 +579,11 @@ class SandboxedProcess:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                 start_new_session=True,
-                preexec_fn=apply_limits(limits),
+                preexec_fn=self._confinement.preexec(limits),
                 bufsize=0,
             )
         except BaseException:
+            self._confinement.release()
             self._remove_dir()
             raise
         self.pid = self.proc.pid
@@ -241,14 +665,33 @@ class SandboxedProcess:
         if deadline <= self._cpu_covered_until:
             return
         covered_until = deadline + self.limits.orphan_slack_seconds
-        try:
-            times = psutil.Process(self.pid).cpu_times()
-            _, hard = resource.prlimit(self.pid, resource.RLIMIT_CPU)
-            soft = math.ceil(times.user + times.system) + cpu_allowance(covered_until - time.monotonic())
-            resource.prlimit(self.pid, resource.RLIMIT_CPU,
-                             (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
-        except (psutil.Error, OSError):
-            return  # gone: read_until reports how it ended
+        allowance = cpu_allowance(covered_until - time.monotonic())
+        # RLIMIT_CPU counts each process's own CPU time, and ``self.pid`` may be
+        # ``unshare`` with the prover a grandchild: every process of the tree gets its
+        # own limit.  One forked after its parent's limit was set inherits it; one
+        # forked before, but after the tree was listed, shows up in the next listing:
+        # list again until nothing new appears.
+        done: set[int] = set()
+        for _ in range(8):
+            try:
+                root = psutil.Process(self.pid)
+                tree = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                return  # gone: read_until reports how it ended
+            new = [p for p in tree if p.pid not in done]
+            if not new:
+                break
+            for process in new:
+                done.add(process.pid)
+                try:
+                    times = process.cpu_times()
+                    _, hard = resource.prlimit(process.pid, resource.RLIMIT_CPU)
+                    soft = math.ceil(times.user + times.system) + allowance
+                    resource.prlimit(process.pid, resource.RLIMIT_CPU,
+                                     (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+                except (psutil.Error, OSError):
+                    if process.pid == self.pid:
+                        return
         self._cpu_covered_until = covered_until
 
     def stderr_tail(self) -> str:
@@ -284,13 +727,15 @@ class SandboxedProcess:
             return 0
 
     def kill(self) -> None:
-        """Kill the whole process group and delete the scratch directory."""
-        if self.proc.poll() is None:
-            kill_process_group(self.pid)
+        """End every process the session started (its process group, its PID
+        namespace, its cgroup), wait until they are gone, and delete the scratch
+        directory.  Idempotent."""
+        self._confinement.end(self.pid, reaped=self.proc.returncode is not None)
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        self._confinement.release()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is None:
                 continue
@@ -307,6 +752,7 @@ class SandboxedProcess:
     def __del__(self) -> None:  # last resort; callers should kill() explicitly
         try:
             if getattr(self, "proc", None) is not None and self.proc.poll() is None:
+                # unshare leads the group: its death takes the PID namespace with it
                 os.killpg(self.pid, signal.SIGKILL)
         except Exception:
             pass
@@ -354,11 +800,13 @@ def run_batch(
     """Run ``commands`` one after another in one fresh scratch directory.
 
     ``files`` (plain file name -> text) are written there first.  Each
-    command is a new process in its own session under ``limits`` (and without
-    network when ``limits.isolate_network`` and the machine allow it); its
+    command is a new process in its own session under ``limits``, confined as a
+    :class:`SandboxedProcess` is (writes only in the scratch directory, its own
+    PID namespace and process bound, no network, as the machine allows); its
     stdin is empty and its stdout and stderr go to unnamed temporary files, so
     that nothing it writes can pass for another command's output.  When a
-    command exits, whatever it left running in its process group is killed.
+    command exits, whatever it left running (in its process group, PID namespace
+    or cgroup) is killed.
 
     The batch stops after the first command that fails (non-zero exit) or
     runs past ``deadline`` (a ``time.monotonic()`` value; it is then killed
@@ -373,15 +821,15 @@ def run_batch(
             raise ValueError(f"run_batch: a command must be a non-empty list of strings, got {argv!r}")
         if shutil.which(argv[0]) is None:
             raise FileNotFoundError(f"run_batch: {argv[0]!r} is not an executable on PATH")
-    prefix = network_isolation_prefix() if limits.isolate_network else ()
     scratch = tempfile.mkdtemp(prefix=f"lean_env-{name}-")
     results: list[CommandResult] = []
     try:
         for file_name, text in files.items():
             with open(os.path.join(scratch, _plain_file_name(file_name)), "x", encoding="utf-8") as f:
                 f.write(text)
+        child_env = confined_env(env, scratch)
         for argv in commands:
-            result = _run_one(argv, prefix, scratch, env, limits, deadline)
+            result = _run_one(argv, scratch, child_env, limits, deadline)
             results.append(result)
             if not result.ok:
                 break
@@ -390,27 +838,31 @@ def run_batch(
     return results
 
 
-def _run_one(argv: list[str], prefix: tuple[str, ...], cwd: str, env: Optional[dict[str, str]],
-             limits: Limits, deadline: float) -> CommandResult:
+def _run_one(argv: list[str], cwd: str, env: dict[str, str], limits: Limits, deadline: float) -> CommandResult:
     started = time.monotonic()
     # CPU time never outruns wall time on the usable cores, so this cap never cuts a command the
     # deadline would not; it bounds one left running when this process dies before it can kill it.
     cpu_cap = cpu_allowance(deadline - started)
     limits = replace(limits, cpu_seconds=min(limits.cpu_seconds or cpu_cap, cpu_cap))
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([*prefix, *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=err, start_new_session=True, preexec_fn=apply_limits(limits))
-        try:
-            returncode: Optional[int] = proc.wait(timeout=max(deadline - started, 0.0))
-        except subprocess.TimeoutExpired:
-            returncode = None
-        finally:
-            # the command's own leftovers (a daemon it forked) die with it
-            kill_process_group(proc.pid)
-            proc.wait()
-        seconds = time.monotonic() - started
-        return CommandResult(argv=tuple(argv), returncode=returncode, stdout=_read_capped(out, limits),
-                             stderr=_read_capped(err, limits), seconds=seconds)
+    confinement = _confinement(limits, cwd)
+    try:
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(confinement.argv(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err, start_new_session=True,
+                                    preexec_fn=confinement.preexec(limits))
+            try:
+                returncode: Optional[int] = proc.wait(timeout=max(deadline - started, 0.0))
+            except subprocess.TimeoutExpired:
+                returncode = None
+            finally:
+                # the command's own leftovers (a daemon it forked) die with it
+                confinement.end(proc.pid, reaped=returncode is not None)
+                proc.wait()
+            seconds = time.monotonic() - started
+            return CommandResult(argv=tuple(argv), returncode=returncode, stdout=_read_capped(out, limits),
+                                 stderr=_read_capped(err, limits), seconds=seconds)
+    finally:
+        confinement.release()
 
 
 def kill_process_group(pgid: int, settle: float = 5.0) -> None:
@@ -419,28 +871,7 @@ def kill_process_group(pgid: int, settle: float = 5.0) -> None:
     gone), so that a caller that returns has really stopped what it started:
     a killed process only dies when the kernel next schedules it, which on a
     loaded machine can take a while."""
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        return  # the common case after a command exited: nothing of it left
-    # one scan of /proc for the group's members; killed, they cannot fork more
-    members = []
-    for p in psutil.process_iter():
-        try:
-            if os.getpgid(p.pid) == pgid:
-                members.append(p)
-        except OSError:
-            continue
-    deadline = time.monotonic() + settle
-    while any(_running(p) for p in members) and time.monotonic() < deadline:
-        time.sleep(0.01)
-
-
-def _running(p: psutil.Process) -> bool:
-    try:
-        return p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+    _end_processes(pgid, None, None, settle)
 
 
 def _read_capped(f, limits: Limits) -> str:
