@@ -49,6 +49,9 @@ class LeanSettings:
     axiom_check: str = "process"
     #: The ``lake`` command the axiom checker and the audit run with.
     lake_command: str = "lake"
+    #: Directories the REPL, the checker and the audit may write to besides their
+    #: scratch directories (everything else is refused where Landlock exists).
+    writable_paths: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -316,6 +316,7 @@ def backend_spec(prover: ProverConfig) -> BackendSpec:
         options["project_dir"] = prover.lean.project_dir
         options["axiom_check"] = prover.lean.axiom_check
         options["lake_command"] = prover.lean.lake_command
+        options["writable_paths"] = tuple(prover.lean.writable_paths)
     # The plain name: lean_env knows nothing of sgs, and its verifier workers unpickle the spec.
     return BackendSpec(str(prover.backend), options)
 

@@ -146,8 +146,8 @@ def test_lean_verify_with_repl_command_and_project_dir(tmp_path):
     project.mkdir()
     command = replay_command("file_env", "self_proof_check", header="", request_log=tmp_path / "requests.jsonl")
     proc = verify("--backend", "lean", "--input", str(src), "--output", str(tmp_path / "out.jsonl"),
-                  "--project-dir", str(project), "--repl-command", command, "--workers", "1", "--timeout", "30",
-                  "--quiet")
+                  "--project-dir", str(project), "--repl-command", command, "--axiom-check", "repl",
+                  "--workers", "1", "--timeout", "30", "--quiet")
     assert proc.returncode == 0, proc.stderr[-3000:]
     verdicts = read_verdicts(tmp_path / "out.jsonl")
     assert (verdicts["good"]["status"], verdicts["good"]["reason"]) == ("valid", "ok")
@@ -253,7 +253,8 @@ def lean_prover_overrides(tmp_path: Path) -> list[str]:
     targets = tmp_path / "targets.json"
     targets.write_text(json.dumps([{"id": "demo", "header": header, "statement": statement}]))
     return ["prover=lean", f"prover.lean.repl_command={replay_command('file_env')}",
-            f"prover.lean.project_dir={project}", f"targets.source={targets}", "model=tiny", "warmstart.mode=never"]
+            f"prover.lean.project_dir={project}", f"targets.source={targets}", "model=tiny", "warmstart.mode=never",
+            "prover.lean.axiom_check=repl"]  # the recorded transcripts answer `#print axioms`, not pickles
 
 
 @needs_fixtures
@@ -289,6 +290,7 @@ def test_unreachable_hub_targets_are_a_usage_error(tmp_path):
     (project / "lean-toolchain").write_text("leanprover/lean4:v4.15.0\n")
     proc = run([sys.executable, "-m", "sgs", "prover=lean", "model=tiny", "resources=local_cpu", "scale=laptop",
                 f"prover.lean.repl_command={sys.executable} -c pass", f"prover.lean.project_dir={project}",
+                "prover.lean.axiom_check=repl",
                 "targets.source=hf://no-such-owner/no-such-dataset", f"run_dir={tmp_path / 'run'}"],
                timeout=300, SGS_CACHE_DIR=str(tmp_path / "cache"))
     assert proc.returncode == 2, proc.stderr[-3000:]

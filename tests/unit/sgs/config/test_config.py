@@ -54,14 +54,19 @@ def no_cuda(monkeypatch):
 
 
 @pytest.fixture
-def lean_project(tmp_path):
-    """A directory that looks like a Lean project, and an executable fake REPL."""
+def lean_project(tmp_path, monkeypatch):
+    """A directory that looks like a Lean project, an executable fake REPL, and a
+    fake ``lake`` on PATH (the axiom checker runs through it)."""
     project = tmp_path / "lean_project"
     project.mkdir()
     (project / "lakefile.lean").write_text("-- test project\n")
     repl = tmp_path / "repl"
     repl.write_text("#!/bin/sh\nexit 0\n")
     repl.chmod(0o755)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "lake").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "bin" / "lake").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     return project, repl
 
 
@@ -438,6 +443,16 @@ def test_7b_without_gpu_is_reported_with_the_overrides_that_run_here(no_cuda, le
     assert "model 'deepseek_prover_v2_7b'" in gpu[0]
     assert "to run here use: model=tiny resources=local_cpu" in gpu[0]
     assert C.suggested_overrides(cfg) == ["model=tiny", "resources=local_cpu"]
+
+
+def test_a_missing_lake_for_the_axiom_checker_is_reported(no_cuda, lean_project):
+    project, repl = lean_project
+    cfg = compose_cfg("+experiment=standard", "model=tiny", "resources=local_cpu", f"prover.lean.project_dir={project}",
+                      f"prover.lean.repl_command={repl}", "prover.lean.lake_command=/no/such/lake")
+    [problem] = C.requirements_problems(cfg)
+    assert "axiom checker's lake is not found" in problem and "prover.lean.axiom_check=repl" in problem
+    cfg.prover.lean.axiom_check = "repl"  # `#print axioms` in the REPL needs no lake
+    assert C.requirements_problems(cfg) == []
 
 
 def test_missing_lean_repl_and_project_are_reported(no_cuda, tmp_path):
