@@ -305,7 +305,7 @@ def test_the_repl_runs_in_the_project_dir_which_survives(tmp_path, log_path):
     (project / "repl.py").write_text(REPLAY.read_text())
     command = replay_command(MATHLIB, request_log=log_path).replace(str(REPLAY), "repl.py")
     with LeanBackend(LeanConfig(repl_command=command, project_dir=str(project), axiom_check="repl",
-                                spare=False)) as backend:
+                                writable_paths=(str(tmp_path),), spare=False)) as backend:
         assert backend.check_proof(mathlib_task(1), timeout=30).status is Status.VALID
     assert {Path(e["cwd"]) for e in logged_requests(log_path)} == {project}
     assert (project / "repl.py").exists()
