@@ -586,7 +586,7 @@ class SandboxedProcess:
             self._confinement.release()
             self._remove_dir()
             raise
-        self.pid = self.proc.pid
+        self._prover_pid: Optional[int] = None
         self._threads = [threading.Thread(target=self._pump_stdout, daemon=True, name=f"{name}-stdout")]
         if not merge_stderr:
             self._threads.append(
@@ -666,7 +666,7 @@ class SandboxedProcess:
             return
         covered_until = deadline + self.limits.orphan_slack_seconds
         allowance = cpu_allowance(covered_until - time.monotonic())
-        # RLIMIT_CPU counts each process's own CPU time, and ``self.pid`` may be
+        # RLIMIT_CPU counts each process's own CPU time, and ``self.proc`` may be
         # ``unshare`` with the prover a grandchild: every process of the tree gets its
         # own limit.  One forked after its parent's limit was set inherits it; one
         # forked before, but after the tree was listed, shows up in the next listing:
@@ -674,7 +674,7 @@ class SandboxedProcess:
         done: set[int] = set()
         for _ in range(8):
             try:
-                root = psutil.Process(self.pid)
+                root = psutil.Process(self.proc.pid)
                 tree = [root, *root.children(recursive=True)]
             except psutil.Error:
                 return  # gone: read_until reports how it ended
@@ -690,7 +690,7 @@ class SandboxedProcess:
                     resource.prlimit(process.pid, resource.RLIMIT_CPU,
                                      (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
                 except (psutil.Error, OSError):
-                    if process.pid == self.pid:
+                    if process.pid == self.proc.pid:
                         return
         self._cpu_covered_until = covered_until
 
@@ -715,13 +715,39 @@ class SandboxedProcess:
 
     # -- state ------------------------------------------------------------
     @property
+    def pid(self) -> int:
+        """The prover's process id as this machine numbers it.  Under a PID namespace
+        the process started is ``unshare``, and the prover the child of the
+        namespace's init, started a moment later: looked up once (waiting for it a
+        few seconds at most); ``unshare``'s own id if it cannot be found (the prover
+        already exited).  Signals and limits for the whole session use
+        ``self.proc.pid``, the process group's leader."""
+        if self._prover_pid is None:
+            self._prover_pid = self._find_prover() if self.processes_isolated else self.proc.pid
+        return self._prover_pid
+
+    def _find_prover(self, wait: float = 5.0) -> int:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                for init in psutil.Process(self.proc.pid).children():
+                    children = init.children()
+                    if children:
+                        return min(children, key=lambda c: c.create_time()).pid
+            except psutil.Error:
+                return self.proc.pid
+            if self.proc.poll() is not None or time.monotonic() >= deadline:
+                return self.proc.pid
+            time.sleep(0.002)
+
+    @property
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def rss_bytes(self) -> int:
         """Resident memory of the process and its children (0 if gone)."""
         try:
-            p = psutil.Process(self.pid)
+            p = psutil.Process(self.proc.pid)
             return sum(q.memory_info().rss for q in [p, *p.children(recursive=True)])
         except psutil.Error:
             return 0
@@ -730,7 +756,7 @@ class SandboxedProcess:
         """End every process the session started (its process group, its PID
         namespace, its cgroup), wait until they are gone, and delete the scratch
         directory.  Idempotent."""
-        self._confinement.end(self.pid, reaped=self.proc.returncode is not None)
+        self._confinement.end(self.proc.pid, reaped=self.proc.returncode is not None)
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -746,14 +772,14 @@ class SandboxedProcess:
         self._remove_dir()
 
     def _remove_dir(self) -> None:
-        if self._own_dir:
-            shutil.rmtree(self.cwd, ignore_errors=True)
+        # the scratch directory only: ``cwd`` may be the caller's (a Lean project)
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
     def __del__(self) -> None:  # last resort; callers should kill() explicitly
         try:
             if getattr(self, "proc", None) is not None and self.proc.poll() is None:
                 # unshare leads the group: its death takes the PID namespace with it
-                os.killpg(self.pid, signal.SIGKILL)
+                os.killpg(self.proc.pid, signal.SIGKILL)
         except Exception:
             pass
 

@@ -168,7 +168,7 @@ class Replay:
         if fault == "hang":
             if self.args.child_pid_file:
                 child = subprocess.Popen(["sleep", "3600"])
-                Path(self.args.child_pid_file).write_text(str(child.pid))
+                Path(self.args.child_pid_file).write_text(str(host_pid(child.pid)))
             while True:
                 time.sleep(3600)
         if fault == "die":
@@ -222,6 +222,24 @@ def die(message: str) -> None:
 
 # -- the REPL's framing, shared with the stand-in (lean_standin.py) -----------------
 
+def host_pid(child: Optional[int] = None) -> int:
+    """This process's id (or its child ``child``'s) as the test that started it sees
+    it: the sandbox runs a REPL in its own PID namespace, where ids mean nothing
+    outside; /proc there is still the machine's, so its numbers are."""
+    try:
+        if child is None:
+            return int(os.readlink("/proc/self"))
+        for task in Path("/proc/self/task").iterdir():
+            for pid in (task / "children").read_text().split():
+                status = Path(f"/proc/{pid}/status").read_text()
+                nspid = next(line for line in status.splitlines() if line.startswith("NSpid:"))
+                if nspid.split()[-1] == str(child):  # its id in the innermost namespace
+                    return int(pid)
+    except (OSError, ValueError, StopIteration):
+        pass
+    return os.getpid() if child is None else child
+
+
 def read_requests(request_log: Optional[str] = None) -> Iterator[dict]:
     """The requests on stdin, read as the REPL reads them: lines up to a
     blank line, each line's end trimmed, joined with no separator, parsed as
@@ -247,7 +265,7 @@ def read_requests(request_log: Optional[str] = None) -> Iterator[dict]:
             die("Could not parse as a valid JSON command:\nnot an object")
         if request_log:
             with open(request_log, "a", encoding="utf-8") as log:
-                log.write(json.dumps({"pid": os.getpid(), "cwd": os.getcwd(), "request": request},
+                log.write(json.dumps({"pid": host_pid(), "cwd": os.getcwd(), "request": request},
                                      ensure_ascii=False) + "\n")
         yield request
 
