@@ -47,3 +47,21 @@ def test_tactic_mode(backend):
     assert start.status is TacticStatus.PROGRESS
     assert backend.run_tactic(start.state, "subst h").status is TacticStatus.PROGRESS
     assert backend.run_tactic(start.state, "simp [h]").status is TacticStatus.COMPLETED
+
+
+@pytest.mark.parametrize("proof", ["simp [h]", "subst h; rfl", "omega"])
+def test_the_separate_axiom_checker_agrees_with_print_axioms(backend, proof):
+    """``SgsAxiomCheck.lean`` (the default channel) and ``#print axioms`` in the REPL
+    judge honest proofs alike; the checker runs only where Lean does."""
+    task = ProofTask("real", HEADER, STATEMENT, proof)
+    assert backend.config.axiom_check == "process"
+    through_checker = backend.check_proof(task, timeout=200)
+    with LeanBackend(LeanConfig.from_env(spare=False, axiom_check="repl")) as repl_channel:
+        through_repl = repl_channel.check_proof(task, timeout=200)
+    assert (through_checker.status, through_checker.reason) == (through_repl.status, through_repl.reason)
+    assert through_checker.valid and any("separate checker" in m for m in through_checker.messages)
+
+
+def test_the_audit_compiles_and_checks_the_module(backend):
+    verdict = backend.audit(ProofTask("real", HEADER, STATEMENT, "simp [h]"), timeout=600)
+    assert (verdict.status, verdict.reason) == (Status.VALID, "ok"), verdict.messages
