@@ -46,7 +46,7 @@ class ProverBackend(abc.ABC):
         with the interactive session: the whole file compiled from scratch by
         the prover's batch compiler in a fresh sandbox, then its axioms listed
         by an independent tool (Rocq: ``coqc`` + ``coqchk``; Lean:
-        ``lake env lean`` + ``#print axioms``).  Returns ``valid`` when that
+        ``lean -o`` + the trusted axiom checker).  Returns ``valid`` when that
         path accepts the proof too, and otherwise a verdict whose ``reason``
         says what it objected to.  Like ``check_proof``, never raises on bad
         input.

@@ -3,8 +3,10 @@
 One :class:`LeanBackend` owns one live REPL process and, optionally, a warm
 spare started in the background with the last header already run.  Each
 header runs once per process (environment ``H``); each proof then runs as
-``{"cmd": statement + "\\n" + body, "env": H}``, so proofs never see each other,
-followed by ``#print axioms`` in the proof's environment.
+``{"cmd": statement + "\\n" + body, "env": H}``, so proofs never see each other.
+The theorem's axioms are then read by the trusted checker from the environment
+the REPL pickles (:mod:`lean_env.lean.axiom_check`), or, with
+``axiom_check="repl"``, by ``#print axioms`` in the proof's environment.
 
 Failure handling:
 
@@ -186,8 +188,8 @@ class LeanBackend(ProverBackend):
 
     def audit(self, task: ProofTask, timeout: float) -> Verdict:
         """The second opinion (:mod:`lean_env.lean.audit`): header, statement and
-        the pre-filtered body compiled by ``lake env lean`` in a fresh sandbox,
-        with ``#print axioms``.  Text the pre-filter refuses is
+        the pre-filtered body compiled by ``lake env lean -o`` in a fresh sandbox,
+        then the trusted axiom checker on the module.  Text the pre-filter refuses is
         ``audit_text_rejected`` without running anything."""
         start = time.monotonic()
         prepared = prepare_proof(task.statement, task.proof, self._policy)

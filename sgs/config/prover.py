@@ -80,12 +80,12 @@ class ProverConfig:
     language: ProofLanguage = MISSING
     #: Wall-clock limit for checking one proof, in seconds.
     timeout: float = 200.0
-    #: Axioms a valid proof may depend on (Lean: ``#print axioms``); Rocq
+    #: Axioms a valid proof may depend on (Lean: as ``#print axioms`` names them); Rocq
     #: proofs must be closed under the global context, so its list is empty.
     allowed_axioms: list[str] = field(default_factory=list)
     #: Share (0 to 1) of the ``valid`` verdicts re-checked through the
     #: backend's independent audit path (Rocq: ``coqc`` + ``coqchk`` in a fresh
-    #: sandbox; Lean: ``lake env lean`` + ``#print axioms``).  A disagreement
+    #: sandbox; Lean: ``lean -o`` + the separate axiom checker).  A disagreement
     #: withholds the proof's reward, is logged to
     #: ``<run_dir>/audit_disagreements.jsonl`` and counted
     #: (``verifier/audit_disagreements``).  The sample is fixed by the proof's
