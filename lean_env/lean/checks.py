@@ -105,7 +105,8 @@ COMMAND_KEYWORDS: frozenset[str] = frozenset({
     # declaration modifiers (``public``/``meta``/``nonrec``: the module system, Lean v4.2x)
     "noncomputable", "private", "protected", "public", "meta", "partial", "nonrec", "unsafe", "local", "scoped",
     # scoping and options
-    "namespace", "section", "end", "open", "export", "variable", "variables", "universe", "include", "omit",
+    "namespace", "section", "end", "open", "export", "variable", "variable?", "variables", "universe", "include",
+    "omit",
     "set_option", "unset_option", "sudo", "attribute", "import", "seal", "unseal", "with_weak_namespace",
     "end_local_scope", "in_module", "unlock_limits",
     # syntax extension and metaprogramming
@@ -126,12 +127,13 @@ COMMAND_KEYWORDS: frozenset[str] = frozenset({
 })
 
 #: tokens that run arbitrary code inside a proof (``run_tac``, ``by_elab``,
-#: ``idbg``), read files (``include_str``), close goals without proof
+#: ``idbg``), read files (``include_str``), reach the network (``polyrith``
+#: asks an online Sage server), close goals without proof
 #: (``stop`` is ``repeat sorry``) or trust the compiler (``bv_decide`` and
 #: ``bv_check`` check their certificate with ``Lean.ofReduceBool``)
 PROOF_KEYWORDS: frozenset[str] = frozenset({
     "sorry", "admit", "stop", "run_tac", "by_elab", "native_decide", "native", "implemented_by", "extern",
-    "bv_decide", "bv_decide?", "bv_check", "include_str", "idbg",
+    "bv_decide", "bv_decide?", "bv_check", "include_str", "idbg", "polyrith",
 })
 
 #: names banned as any name component, also ``«quoted»``: unsound axioms, the

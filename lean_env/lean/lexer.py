@@ -46,7 +46,8 @@ What Lean knows and this module does not: the token table (every symbol and
 keyword that the imports declare, Mathlib's ``''``, ``⁻¹'`` or ``#``).
 Symbols are therefore read one character at a time, and the two places where
 a longer Lean token could change what follows are refused when they matter:
-a comment opener glued to a symbol (``<--``: Lean reads ``<-`` then ``-``) and
+a comment opener glued to a symbol or a name (``<--``: Lean reads ``<-`` then
+``-``; a library token may also start with letters, like Mathlib's ``C(``) and
 a ``'`` glued to a symbol that could also start a char literal (``⁻¹'"'``).
 Characters that are identifier characters in some supported Lean releases and
 not in others (Latin-1 letters, ``ⱼ``) are refused in code.
@@ -81,12 +82,14 @@ LITERALS = frozenset({STRING, RAW_STRING, CHAR})
 #: ``src/Lean/Exception.lean``, ``src/Lean/Log.lean``, ``src/Lean/Util/Trace.lean``,
 #: ``src/Init/System/IO.lean`` and the term macros of ``src/Init/Prelude.lean``
 #: (``dbg_trace``).  Every identifier ending in ``!`` counts as well (``s!``,
-#: ``m!``, ``f!``, ``println!``, ``panic!``, ``assert!``, ``reportIssue!``...).
+#: ``m!``, ``f!``, ``println!``, ``panic!``, ``assert!``, ``reportIssue!``...),
+#: and so does ``trace[cls]`` (see :func:`_interpolating_before`); the
+#: *tactic* ``trace "msg"`` takes a plain string and is not listed.
 INTERPOLATING = frozenset({
     "throwError", "throwErrorAt", "throwNamedError", "throwNamedErrorAt", "throwErrorAt'",
     "logNamedError", "logNamedErrorAt", "logNamedWarning", "logNamedWarningAt",
     "logInfo", "logInfoAt", "logWarning", "logWarningAt", "logError", "logErrorAt",
-    "dbg_trace", "dbgTrace", "trace", "dbg_trace_if_shares", "interpolate",
+    "dbg_trace", "dbgTrace", "dbg_trace_if_shares",
 })
 
 
@@ -424,6 +427,11 @@ def tokenize(text: str) -> Lexed:
         # A longer Lean token could have started at that symbol and swallowed what follows.
         return bool(tokens) and tokens[-1].kind == SYMBOL and tokens[-1].end == at
 
+    def glued_to_token_start(at: int) -> bool:
+        # The same for a comment opener: a token of the table may also start with letters
+        # (``C(``, ``trace[``); only literals, numbers and comments end for certain.
+        return bool(tokens) and tokens[-1].kind in (SYMBOL, IDENT, NAME_LITERAL) and tokens[-1].end == at
+
     def glued_to_field_base(at: int) -> bool:
         # ``h.1``, ``(p).2``, ``⟨a, b⟩.1``: a ``.`` glued to something a projection can follow.
         if len(tokens) < 2 or tokens[-1].text != "." or tokens[-1].end != at:
@@ -438,7 +446,7 @@ def tokenize(text: str) -> Lexed:
             if c in WHITESPACE:
                 i += 1
             elif text.startswith("--", i) or text.startswith("/-", i):
-                if glued_to_symbol(i):
+                if glued_to_token_start(i):
                     # ``<--``, ``//-``: if the symbol with its ``-`` or ``/`` is a Lean token, this is no comment.
                     raise _Stop("ambiguous_comment", i)
                 if c == "-":
