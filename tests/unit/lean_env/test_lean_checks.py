@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from lean_env.lean.checks import (
     EXAMPLE_NAME, CheckPolicy, PreparedProof, Rejection, check_body, check_conjecture, check_tactic,
-    check_trusted_statement, judge_axioms, judge_command, mask_comments_and_literals, named_statement,
+    check_trusted_statement, find_banned, judge_axioms, judge_command, mask_comments_and_literals, named_statement,
     normalize_body, parse_axioms, prepare_proof, theorem_name)
 from lean_env.lean.protocol import CommandResponse, Message, parse_command_response
 from tests.lean.lean_support import needs_fixtures, responses
@@ -149,6 +149,21 @@ def test_quoted_names_are_recorded_and_attributes_explained():
     assert isinstance(rejection, Rejection) and "attributes" in rejection.messages[0]
 
 
+def test_a_disagreement_between_the_two_readings_refuses():
+    # `/--/ sorry -/`: for Lean (and the tokenizer) one doc comment; for the simple scanner the comment
+    # `/--/` and then code.  The word is allowed in a doc comment, not in code: refused.
+    assert reason(check_body("/--/ sorry -/\n  simp")) == "banned:sorry"
+    # the same word inside a comment both readings see is harmless
+    assert reason(check_body("/- sorry -/\n  simp")) == "accepted"
+
+
+def test_find_banned_names_the_token_or_the_unreadable_part():
+    assert find_banned("exact h.sorry") is None
+    assert find_banned("exact sorry«x»") == "sorry"
+    assert find_banned('exact "#eval"') == "#eval"
+    assert find_banned('exact s! "x"') == "syntax:interpolated_string"
+
+
 @pytest.mark.parametrize("body, expected", [
     ("simp\ud800", "bad_encoding"),
     ("simp\x00", "control_char"),
@@ -231,6 +246,8 @@ def test_good_conjectures(statement):
     ("theorem t : True := by\n#eval 1\ntheorem u : True := by", "banned:#eval"),
     ("theorem t (h : native_decide) : True := by", "banned:native_decide"),
     ("theorem t : («sorryAx» Prop false) := by", "banned:sorryAx"),
+    ("theorem t : (s!\"{x}\" = \"\") := by", "syntax:interpolated_string"),
+    ("theorem t : sorry«x» := by", "banned:sorry"),
     ("theorem t : True := by\ud800", "bad_encoding"),
     ("theorem t : True\x07 := by", "control_char"),
     ("theorem t : " + "x" * 30_000 + " := by", "too_long"),
@@ -248,6 +265,9 @@ def test_bad_conjectures(statement, expected):
     ("stop", "banned:stop"),
     ("exact «sorryAx» _ false", "banned:sorryAx"),
     ("let rec @[init] f : IO Unit := pure ()\nrfl", "banned:@["),
+    (".sorry", "banned:sorry"),
+    ("aesop (add unsafe 50% apply foo)", "accepted"),
+    ("exact unsafe foo", "banned:unsafe"),
     ("  ", "empty"),
     ("simp\ud800", "bad_encoding"),
 ])
