@@ -605,9 +605,9 @@ def _lexical_rejection(text: str, lexed: Lexed, policy: CheckPolicy, where: str,
         return _syntax_rejection(lexed)
     code = [t for t in lexed.code if t is not skip]
     if column_zero:
+        line_starts = {0} | {k + 1 for k, c in enumerate(text) if c == "\n"}
         for token in code:
-            line_start = text.rfind("\n", 0, token.offset) + 1
-            if token.offset == line_start:
+            if token.offset in line_starts:
                 number = text.count("\n", 0, token.offset) + 1
                 return Rejection("leaves_block", (f"line {number} of the proof starts at column 0 and "
                                                   "would end the tactic block",))
