@@ -32,6 +32,7 @@ directory under the same limits; the audits of both backends use it.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import itertools
 import logging
@@ -139,39 +140,65 @@ def signal_of(returncode: Optional[int]) -> Optional[int]:
     return returncode - 128 if 128 < returncode < 128 + 65 else None
 
 
-@functools.lru_cache(maxsize=None)
+def _needs_user_namespace() -> bool:
+    """Whether namespaces need a user namespace first: they do for anyone but root."""
+    return os.geteuid() != 0
+
+
 def isolation_prefix(network: bool, processes: bool) -> tuple[str, ...]:
     """The ``unshare`` argv prefix for an empty network namespace and/or an own PID
     namespace (``--fork --kill-child``: the namespace's init dies with ``unshare``,
     and every process in the namespace dies with its init), or ``()`` when this
     machine allows neither.  Falls back to the one that works when only one does.
-    Not root: ``--map-root-user`` (a user namespace makes the others possible).
-    Probed once per process and combination."""
+    Not root, the child first enters a user namespace of its own (see
+    :func:`_enter_user_namespace`), which makes the others possible.  Probed once
+    per process and combination."""
+    return _probe_prefix(network, processes, _needs_user_namespace())
+
+
+@functools.lru_cache(maxsize=None)
+def _probe_prefix(network: bool, processes: bool, user_namespace: bool) -> tuple[str, ...]:
     exe = shutil.which("unshare")
     if exe is None or not (network or processes):
         return ()
-    user = ("--map-root-user",) if os.geteuid() != 0 else ()
     wanted = [(network, processes)]
     if network and processes:
         wanted += [(True, False), (False, True)]
+    uid, gid = os.getuid(), os.getgid()
     for net, pid in wanted:
-        prefix = (exe, *(("--net",) if net else ()), *user,
-                  *(("--pid", "--fork", "--kill-child") if pid else ()))
+        prefix = (exe, *(("--net",) if net else ()), *(("--pid", "--fork", "--kill-child") if pid else ()))
         try:
-            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
+            ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10,
+                                preexec_fn=(lambda: _enter_user_namespace(uid, gid)) if user_namespace else None
+                                ).returncode == 0
+        except (OSError, subprocess.SubprocessError):
             ok = False
         if ok:
             return prefix
     return ()
 
 
+_CLONE_NEWUSER = 0x10000000
+
+
+def _enter_user_namespace(uid: int, gid: int) -> None:
+    """In the child: move into a new user namespace as its root, mapped to ``uid`` and
+    ``gid`` (what ``unshare --map-root-user`` does, done here because it must come
+    before the Landlock ruleset, which would refuse the writes to the map files).
+    Its root may then make network and PID namespaces; and RLIMIT_NPROC set after
+    this counts the tasks of this namespace only, not all of the user's."""
+    if landlock._libc().unshare(_CLONE_NEWUSER) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER) failed")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+
+
 def _in_pid_namespace(prefix: tuple[str, ...]) -> bool:
     return "--pid" in prefix
-
-
-def _in_user_namespace(prefix: tuple[str, ...]) -> bool:
-    return "--map-root-user" in prefix
 
 
 _warned: set[str] = set()
@@ -343,6 +370,10 @@ class _Confinement:
     writable: tuple[str, ...]
     landlock: bool
     cgroup: Optional[_PidsCgroup]
+    #: the child first enters a user namespace of its own (not root)
+    user_namespace: bool
+    #: RLIMIT_NPROC set inside that namespace (no cgroup): the session's task bound
+    nproc: Optional[int]
 
     @property
     def processes_isolated(self) -> bool:
@@ -356,9 +387,7 @@ class _Confinement:
     def process_bound(self) -> Optional[str]:
         if self.cgroup is not None:
             return "cgroup"
-        if _in_user_namespace(self.prefix) and "--nproc" in " ".join(self.prefix):
-            return "rlimit"
-        return None
+        return "rlimit" if self.nproc is not None else None
 
     def argv(self, argv: list[str]) -> list[str]:
         return [*self.prefix, *argv]
@@ -366,12 +395,17 @@ class _Confinement:
     def preexec(self, limits: Limits) -> Callable[[], None]:
         rlimits = apply_limits(limits)
         procs = self.cgroup.procs if self.cgroup is not None else None
-        writable, confine = self.writable, self.landlock
+        writable, confine, nproc = self.writable, self.landlock, self.nproc
+        user_namespace, uid, gid = self.user_namespace, os.getuid(), os.getgid()
 
         def preexec() -> None:  # in the child between fork and exec: join, limit, confine
             if procs is not None:
                 _join_cgroup(procs)
+            if user_namespace:
+                _enter_user_namespace(uid, gid)
             rlimits()
+            if nproc is not None:
+                resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
             if confine:
                 landlock.restrict_self(writable)
 
@@ -398,7 +432,8 @@ def _confinement(limits: Limits, scratch: str) -> _Confinement:
     if limits.isolate_processes and not _in_pid_namespace(prefix):
         _warn_once("pid", "no PID namespace here: a prover's daemon that leaves its process group "
                           "survives the session unless a pids cgroup holds it")
-    cgroup = None
+    user_namespace = bool(prefix) and _needs_user_namespace()
+    cgroup, nproc = None, None
     if limits.max_processes is not None:
         base = _pids_cgroup_base()
         if base is not None:
@@ -406,13 +441,12 @@ def _confinement(limits: Limits, scratch: str) -> _Confinement:
                 cgroup = _PidsCgroup(base, limits.max_processes)
             except OSError:
                 cgroup = None
-        if cgroup is None and _in_user_namespace(prefix) and _in_pid_namespace(prefix) \
-                and shutil.which("prlimit"):
-            # Set inside the new user namespace, RLIMIT_NPROC counts this session's tasks
-            # only (the kernel counts per user namespace and uid); set before it, it would
-            # count every process of the user.  Root is exempt from it, hence the cgroup.
-            n = limits.max_processes
-            prefix = (*prefix, shutil.which("prlimit"), f"--nproc={n}:{n}", "--")
+        if cgroup is None and user_namespace:
+            # Set inside the session's own user namespace, RLIMIT_NPROC counts that
+            # namespace's tasks only (the kernel counts per user namespace and uid); set
+            # outside, it would count every process of the user.  Root is exempt from
+            # it, which is why root gets the cgroup.
+            nproc = limits.max_processes
         elif cgroup is None:
             _warn_once("nproc", "no pids cgroup and no user namespace here: a prover's process count "
                                 "is not bounded")
@@ -420,15 +454,12 @@ def _confinement(limits: Limits, scratch: str) -> _Confinement:
         prefix = (*prefix, *_INIT)
     extra = tuple(x for x in os.environ.get(WRITABLE_PATHS_VARIABLE, "").split(os.pathsep) if x)
     writable = (scratch, *limits.writable_paths, *extra)
-    if _in_user_namespace(prefix):
-        # unshare maps its user namespace by writing these, after the Landlock ruleset
-        # is in place (they are the files of the process that execs unshare only)
-        writable += ("/proc/self/uid_map", "/proc/self/gid_map", "/proc/self/setgroups")
     confine = limits.confine_writes and landlock_works()
     if limits.confine_writes and not confine:
         _warn_once("landlock", "Landlock is not available here: prover processes can write outside "
                                "their scratch directory (TMPDIR and HOME still point into it)")
-    return _Confinement(prefix=prefix, writable=writable, landlock=confine, cgroup=cgroup)
+    return _Confinement(prefix=prefix, writable=writable, landlock=confine, cgroup=cgroup,
+                        user_namespace=user_namespace, nproc=nproc)
 
 
 def _pid_namespace(pid: int, which: str = "pid") -> Optional[tuple[int, int]]:
