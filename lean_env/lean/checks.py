@@ -121,7 +121,7 @@ COMMAND_KEYWORDS: frozenset[str] = frozenset({
     "set_library_suggestions", "set_premise_selector", "test_extern", "reprove", "docs_to_verso",
     "recommended_spelling", "tactic_extension", "deprecated_module", "deprecated_syntax", "norm_cast_add_elim",
     "mk_iff_of_inductive_prop", "extend_docs", "whatsnew", "count_heartbeats", "guard_min_heartbeats",
-    "insert_to_additive_translation", "insert_to_dual_translation", "add_aesop_rules", "erase_aesop_rules",
+    "insert_to_additive_translation", "insert_to_dual_translation", "add_aesop_rules", "erase_aesop_rules", "recall",
     "declare_aesop_rule_sets", "show_panel_widgets", "widget_module", "elab_stx_quot", "leading_parser",
     "trailing_parser", "deprecate",
 })
@@ -164,7 +164,7 @@ LITERAL_OK: frozenset[str] = frozenset({"sorry", "admit", "stop", "@["})
 SUFFIX_OK: frozenset[str] = frozenset({
     "def", "theorem", "lemma", "example", "abbrev", "instance", "structure", "class", "inductive", "alias",
     "end", "section", "variable", "universe", "local", "scoped", "private", "protected", "public",
-    "noncomputable", "partial", "nonrec", "unsafe", "mutual", "deriving", "include", "omit",
+    "noncomputable", "meta", "partial", "nonrec", "unsafe", "mutual", "deriving", "include", "omit",
 })
 
 #: tactics whose ``(add unsafe 50% apply foo)`` clauses use ``unsafe`` as an
