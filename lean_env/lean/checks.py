@@ -379,8 +379,9 @@ def _aesop_unsafe(code: Sequence[Token], k: int) -> bool:
 
 def _token_banned(code: Sequence[Token], policy: CheckPolicy) -> Optional[str]:
     """The first banned token of the token stream ``code`` (comments left out),
-    or ``None``.  Words come first, then ``«quoted»`` keywords, ``eval%`` and
-    attributes, so that the reason names the most telling token."""
+    or ``None``.  Words come first, then ``«quoted»`` keywords, ``eval%``,
+    attributes and ``register_*``-style names, so that the reason names the
+    most telling token (``@[builtin_init]`` is an attribute first)."""
     keywords = COMMAND_KEYWORDS | PROOF_KEYWORDS | policy.extra_banned
     for k, token in enumerate(code):
         if token.kind in (lexer.IDENT, lexer.NAME_LITERAL):
@@ -856,7 +857,8 @@ def judge_axioms(response: CommandResponse, allowed: frozenset[str] = DEFAULT_AL
 
 
 __all__ = [
-    "BANNED_NAMES", "CHECKS_VERSION", "COMMAND_KEYWORDS", "DEFAULT_ALLOWED_AXIOMS", "EXAMPLE_NAME", "PROOF_KEYWORDS",
+    "AESOP_TACTICS", "BANNED_NAMES", "BANNED_PREFIXES", "CHECKS_VERSION", "COMMAND_KEYWORDS", "DEFAULT_ALLOWED_AXIOMS",
+    "EXAMPLE_NAME", "LITERAL_OK", "PROOF_KEYWORDS", "SUFFIX_OK",
     "CheckPolicy", "Masked", "PreparedProof", "Rejection", "check_body", "check_conjecture", "check_tactic",
     "check_text", "check_trusted_statement", "find_banned", "judge_axioms", "judge_command", "mask_comments_and_literals",
     "named_statement", "normalize_body", "parse_axioms", "prepare_proof", "rendered", "theorem_name",
