@@ -167,6 +167,15 @@ SUFFIX_OK: frozenset[str] = frozenset({
     "noncomputable", "meta", "partial", "nonrec", "unsafe", "mutual", "deriving", "include", "omit",
 })
 
+#: commands whose declared name Lean's parser recovers from by skipping
+#: characters up to a blank or a delimiter (``recover declId skipUntilWsOrDelim``
+#: in src/Lean/Parser/Command.lean; Mathlib's ``lemma``, Mathlib/Tactic/Lemma.lean, has none):
+#: started after a parse error at the end of a name (``x_def``), they may stop
+#: inside a literal, so the token after such a name must not give them the chance
+SKIP_RECOVERY: tuple[str, ...] = ("def", "theorem", "opaque", "axiom", "inductive", "coinductive")
+#: where ``skipUntilWsOrDelim`` stops
+_SKIP_STOP = frozenset(" \t\r\n():{}|")
+
 #: tactics whose ``(add unsafe 50% apply foo)`` clauses use ``unsafe`` as an
 #: Aesop rule phase, not as the declaration modifier
 AESOP_TACTICS: frozenset[str] = frozenset({"aesop", "aesop?", "aesop_cat", "aesop_cat?"})
@@ -377,7 +386,27 @@ def _aesop_unsafe(code: Sequence[Token], k: int) -> bool:
     return j >= low and code[j].kind == lexer.IDENT and code[j].text in AESOP_TACTICS
 
 
-def _token_banned(code: Sequence[Token], policy: CheckPolicy) -> Optional[str]:
+def _skip_recovery_unsafe(text: str, code: Sequence[Token], k: int) -> bool:
+    """Whether ``code[k]``, a name ending in one of :data:`SKIP_RECOVERY`
+    (``Set.mem_def``), could make Lean read literal or comment text as code.
+    After a parse error Lean may start the command ``def`` there; its name is
+    then the next token, and if that is no name, Lean skips characters up to a
+    blank or a delimiter.  The skipped run must not enter a literal or a
+    comment (``Set.mem_def]"a b"`` would stop inside the string)."""
+    if k + 1 >= len(code):
+        return False
+    after = code[k + 1]
+    if after.kind == lexer.IDENT:
+        # The name parses, unless a universe list follows (``x.{u}``): it skips the same way.
+        return text.startswith(".{", after.end)
+    end = after.offset
+    while end < len(text) and text[end] not in _SKIP_STOP:
+        end += 1
+    run = text[after.offset:end]
+    return any(c in run for c in "\"'«") or "/-" in run or "--" in run
+
+
+def _token_banned(code: Sequence[Token], policy: CheckPolicy, text: str = "") -> Optional[str]:
     """The first banned token of the token stream ``code`` (comments left out),
     or ``None``.  Words come first, then ``«quoted»`` keywords, ``eval%``,
     attributes and ``register_*``-style names, so that the reason names the
@@ -392,6 +421,11 @@ def _token_banned(code: Sequence[Token], policy: CheckPolicy) -> Optional[str]:
             for part in token.parts:
                 if part.text in BANNED_NAMES:
                     return part.text
+            last = token.parts[-1]
+            for word in SKIP_RECOVERY:
+                if not last.escaped and token.text.endswith(word) and len(token.text) > len(word) \
+                        and _skip_recovery_unsafe(text, code, k):
+                    return word
         elif token.kind == lexer.SYMBOL and token.text == "#" and k + 1 < len(code):
             # ``#eval``, ``#exit``, ``#print``...: Lean reads ``#`` and the word as one token.
             name = code[k + 1]
@@ -534,7 +568,7 @@ def _occurrence_allowed(word: str, kind: str, where: str, runs: _Runs, a: int, b
         return where == "code" and (inside or runs.after_field_dot(a))
     if continues:  # `sorry_lemma`, `end_of_list`: another, longer word
         return True
-    if where == "plain_escape" and word in SUFFIX_OK:
+    if where == "plain_escape" and word in SUFFIX_OK and word not in SKIP_RECOVERY:
         # ``«my lemma»``: whatever Lean starts at ``lemma`` reads the same words as the checks
         return True
     if where in ("literal", "escape", "plain_escape"):
@@ -612,7 +646,7 @@ def _lexical_rejection(text: str, lexed: Lexed, policy: CheckPolicy, where: str,
                 number = text.count("\n", 0, token.offset) + 1
                 return Rejection("leaves_block", (f"line {number} of the proof starts at column 0 and "
                                                   "would end the tactic block",))
-    banned = _token_banned(code, policy)
+    banned = _token_banned(code, policy, text)
     if banned is not None:
         return Rejection(f"banned:{banned}", (_banned_message(banned, where),))
     if lexed.problem is not None:
@@ -858,7 +892,7 @@ def judge_axioms(response: CommandResponse, allowed: frozenset[str] = DEFAULT_AL
 
 __all__ = [
     "AESOP_TACTICS", "BANNED_NAMES", "BANNED_PREFIXES", "CHECKS_VERSION", "COMMAND_KEYWORDS", "DEFAULT_ALLOWED_AXIOMS",
-    "EXAMPLE_NAME", "LITERAL_OK", "PROOF_KEYWORDS", "SUFFIX_OK",
+    "EXAMPLE_NAME", "LITERAL_OK", "PROOF_KEYWORDS", "SKIP_RECOVERY", "SUFFIX_OK",
     "CheckPolicy", "Masked", "PreparedProof", "Rejection", "check_body", "check_conjecture", "check_tactic",
     "check_text", "check_trusted_statement", "find_banned", "judge_axioms", "judge_command", "mask_comments_and_literals",
     "named_statement", "normalize_body", "parse_axioms", "prepare_proof", "rendered", "theorem_name",

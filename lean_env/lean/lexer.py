@@ -46,8 +46,9 @@ What Lean knows and this module does not: the token table (every symbol and
 keyword that the imports declare, Mathlib's ``''``, ``⁻¹'`` or ``#``).
 Symbols are therefore read one character at a time, and the two places where
 a longer Lean token could change what follows are refused when they matter:
-a comment opener glued to a symbol or a name (``<--``: Lean reads ``<-`` then
-``-``; a library token may also start with letters, like Mathlib's ``C(``) and
+a comment opener glued to the token before it (``<--``: Lean reads ``<-``
+then ``-``; a library token may also start with letters, like Mathlib's
+``C(``; and error recovery skips runs of non-blank characters) and
 a ``'`` glued to a symbol that could also start a char literal (``⁻¹'"'``).
 Characters that are identifier characters in some supported Lean releases and
 not in others (Latin-1 letters, ``ⱼ``) are refused in code.
@@ -427,10 +428,11 @@ def tokenize(text: str) -> Lexed:
         # A longer Lean token could have started at that symbol and swallowed what follows.
         return bool(tokens) and tokens[-1].kind == SYMBOL and tokens[-1].end == at
 
-    def glued_to_token_start(at: int) -> bool:
-        # The same for a comment opener: a token of the table may also start with letters
-        # (``C(``, ``trace[``); only literals, numbers and comments end for certain.
-        return bool(tokens) and tokens[-1].kind in (SYMBOL, IDENT, NAME_LITERAL) and tokens[-1].end == at
+    def glued_to_token(at: int) -> bool:
+        # The same for a comment opener, after any token but a comment: a token of the table may
+        # also start with letters (``C(``, ``trace[``), and Lean's error recovery skips runs of
+        # non-blank characters (``skipUntilWsOrDelim``) and may stop inside a comment glued to one.
+        return bool(tokens) and tokens[-1].kind not in COMMENTS and tokens[-1].end == at
 
     def glued_to_field_base(at: int) -> bool:
         # ``h.1``, ``(p).2``, ``⟨a, b⟩.1``: a ``.`` glued to something a projection can follow.
@@ -446,7 +448,7 @@ def tokenize(text: str) -> Lexed:
             if c in WHITESPACE:
                 i += 1
             elif text.startswith("--", i) or text.startswith("/-", i):
-                if glued_to_token_start(i):
+                if glued_to_token(i):
                     # ``<--``, ``//-``: if the symbol with its ``-`` or ``/`` is a Lean token, this is no comment.
                     raise _Stop("ambiguous_comment", i)
                 if c == "-":

@@ -90,6 +90,7 @@ def test_identifier_parts_and_offsets():
     ("exact 2e", "bad_number", True),
     ("exact 1_", "bad_number", True),
     ("exact h <-- c", "ambiguous_comment", True),
+    ("exact 2--c", "ambiguous_comment", True),
     ("exact f ⁻¹'\"' x", "ambiguous_quote", True),
     ("exact h.2e-5", "ambiguous_number", True),
     ("exact sorryé", "version_dependent_char", True),
