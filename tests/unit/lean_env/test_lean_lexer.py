@@ -180,6 +180,27 @@ def test_a_word_lean_reads_as_code_is_always_refused(text):
     assert isinstance(check_body(text), Rejection), text
 
 
+#: commands that run code or change the syntax, and where Lean may read them after a parse error:
+#: ``parseCommand`` then tries a command at every character, inside literals and names too
+RECOVERY_WORDS = ["#eval", "run_cmd", "set_option", "macro", "elab", "initialize", "open", "attribute", "syntax"]
+RECOVERY_CONTEXTS = ['"{k} x"', '"a{k}"', "«a {k}»", "x_{k}", "h.{k}", "r#\"{k}\"#", "/-- {k} -/"]
+
+
+@st.composite
+def recovery_texts(draw) -> str:
+    word = draw(st.sampled_from(RECOVERY_WORDS))
+    hidden = draw(st.sampled_from(RECOVERY_CONTEXTS)).format(k=word)
+    noise = draw(st.lists(st.sampled_from(NOISE), max_size=4))
+    fragments = ["exact (", *noise, hidden]  # the unclosed parenthesis is the parse error
+    return build(fragments, draw(st.lists(SEPARATORS, min_size=len(fragments), max_size=len(fragments))))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(recovery_texts())
+def test_a_command_lean_may_read_after_a_parse_error_is_refused(text):
+    assert isinstance(check_body(text), Rejection), text
+
+
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(dead_texts())
 def test_words_only_inside_comments_or_harmless_in_strings_are_accepted(text):
