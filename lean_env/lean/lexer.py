@@ -10,10 +10,12 @@ function, and wherever it cannot know Lean's reading for certain it says so
 (``Lexed.problem``) and the caller refuses the text.  It never guesses in the
 permissive direction.
 
-What it mirrors (Lean 4 ``src/Lean/Parser/Basic.lean`` unless said otherwise;
-read for the releases v4.9 to v4.2x and the current master):
+What it mirrors (Lean 4 ``src/Lean/Parser/Basic.lean`` unless said otherwise,
+read at the current master; where the supported releases, v4.9 on, read a
+text differently in a way that matters, the text is refused):
 
-* ``whitespace``: blanks are exactly space, tab, CR and LF (``Char.isWhitespace``);
+* ``whitespace``: blanks are exactly space, tab, CR and LF (``Char.isWhitespace``;
+  Lean rejects a tab or a lone CR there, which only makes a text invalid);
   ``--`` starts a line comment, ``/-`` a nested block comment
   (``finishCommentBlock``), but ``/--`` and ``/-!`` are doc-comment *tokens*
   (their text is read the same nested way, by ``commentBody``).
@@ -78,14 +80,18 @@ COMMENTS = frozenset({LINE_COMMENT, BLOCK_COMMENT})
 #: literal tokens whose text is data, not code, when Lean parses normally
 LITERALS = frozenset({STRING, RAW_STRING, CHAR})
 
-#: identifiers after which Lean's own or Mathlib's syntax reads the next
-#: string as interpolated: ``(interpolatedStr(term) <|> term)`` arguments in
-#: ``src/Lean/Exception.lean``, ``src/Lean/Log.lean``, ``src/Lean/Util/Trace.lean``,
-#: ``src/Init/System/IO.lean`` and the term macros of ``src/Init/Prelude.lean``
-#: (``dbg_trace``).  Every identifier ending in ``!`` counts as well (``s!``,
-#: ``m!``, ``f!``, ``println!``, ``panic!``, ``assert!``, ``reportIssue!``...),
-#: and so does ``trace[cls]`` (see :func:`_interpolating_before`); the
-#: *tactic* ``trace "msg"`` takes a plain string and is not listed.
+#: identifiers after which Lean's own syntax reads the next string as
+#: interpolated: the core parsers whose argument is
+#: ``(interpolatedStr(term) <|> term)`` or ``interpolatedStr(term)``
+#: (``throwError``, ``throwErrorAt``, the ``throwNamed*``/``logNamed*`` family,
+#: ``dbg_trace``), and, conservatively, the logging functions that take a
+#: message (``logInfo``...).  Every identifier ending in ``!`` counts as well
+#: (``s!``, ``m!``, ``f!``, ``println!``, ``panic!``, ``assert!``,
+#: ``reportIssue!``...), and so does ``trace[cls]`` (see
+#: :func:`_interpolating_before`); the *tactic* ``trace "msg"`` takes a plain
+#: string and is not listed.  No list can name the ``syntax ...
+#: interpolatedStr(term)`` of every library, which is why a ``{`` in any string
+#: is refused as well.
 INTERPOLATING = frozenset({
     "throwError", "throwErrorAt", "throwNamedError", "throwNamedErrorAt", "throwErrorAt'",
     "logNamedError", "logNamedErrorAt", "logNamedWarning", "logNamedWarningAt",

@@ -68,6 +68,16 @@ def test_the_catalogue_is_documented():
     assert len({case["name"] for case in ATTACKS}) == len(ATTACKS)
 
 
+#: the classes of issue 43 (a red team against the pre-filter), by the prefix of their case names
+ISSUE_43_CLASSES = ["escaped_name_", "dot_bullet_", "interpolated_", "desync_", "recovery_"]
+
+
+@pytest.mark.parametrize("prefix", ISSUE_43_CLASSES)
+def test_every_issue_43_class_has_several_variants(prefix):
+    cases = [case for case in ATTACKS if case["name"].startswith(prefix)]
+    assert len(cases) >= 3 and all("issue 43" in case["source"] for case in cases), prefix
+
+
 @needs_fixtures
 def test_attacks_are_refused_and_leave_the_backend_sound(tmp_path, monkeypatch):
     """One backend for all cases, as one pool worker sees them one after another."""
