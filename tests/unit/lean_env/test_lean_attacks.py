@@ -74,8 +74,8 @@ ISSUE_43_CLASSES = ["escaped_name_", "dot_bullet_", "interpolated_", "desync_", 
 
 @pytest.mark.parametrize("prefix", ISSUE_43_CLASSES)
 def test_every_issue_43_class_has_several_variants(prefix):
-    cases = [case for case in ATTACKS if case["name"].startswith(prefix)]
-    assert len(cases) >= 3 and all("issue 43" in case["source"] for case in cases), prefix
+    cases = [case for case in ATTACKS if case["name"].startswith(prefix) and "issue 43" in case["source"]]
+    assert len(cases) >= 3, prefix
 
 
 @needs_fixtures
