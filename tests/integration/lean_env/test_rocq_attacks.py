@@ -20,6 +20,7 @@ Run: ``pytest tests/integration/lean_env/test_rocq_attacks.py`` (needs ``coqtop`
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import time
@@ -93,10 +94,12 @@ def stray_processes(backend, baseline: frozenset[int] = frozenset()) -> list[str
     test started in this process): they and what they start are not the
     attack's doing."""
     live = {p for p in (backend.pid, getattr(backend._spare, "pid", None)) if p is not None}
+    # a session is coqtop under unshare and its PID namespace's init: those are the session too
+    sandbox = {parent.pid for pid in live if psutil.pid_exists(pid) for parent in psutil.Process(pid).parents()}
     stray = []
     for process in psutil.Process().children(recursive=True):
         try:
-            if process.pid in live or process.ppid() in live or process.pid in baseline:
+            if process.pid in live | sandbox or process.ppid() in live or process.pid in baseline:
                 continue
             if any(parent.pid in baseline for parent in process.parents()):
                 continue
@@ -193,7 +196,9 @@ def test_a_file_coqtop_writes_is_seen_by_the_watcher(coqtop, tmp_path):
     from lean_env.rocq.session import RocqSession
 
     config = RocqConfig(coqtop=coqtop)
-    session = RocqSession(config.argv(), env=config.child_env(), limits=config.limits(), name="coqtop-control")
+    # the control may write where the watcher looks: everywhere else the sandbox refuses it
+    limits = dataclasses.replace(config.limits(), writable_paths=(str(tmp_path),))
+    session = RocqSession(config.argv(), env=config.child_env(), limits=limits, name="coqtop-control")
     try:
         session.wait_ready(time.monotonic() + 60)
         before = snapshot(tmp_path)

@@ -317,8 +317,13 @@ CENSUS_DIRS = ("lean_env-coqtop-census-", "sgs-census-")
 def census_processes() -> dict[int, int]:
     """The census processes this test process started: pid -> niceness."""
     found = {}
-    for p in psutil.Process().children(recursive=True):
+    me = psutil.Process()
+    for p in me.children(recursive=True):
         try:
+            # not census processes: the sandbox's idle wrappers around a session's coqtop, and a
+            # child of this very process between fork and exec (already in the scratch directory)
+            if p.name() == "unshare" or "lean_env-init" in p.cmdline() or p.cmdline() == me.cmdline():
+                continue
             if os.path.basename(p.cwd()).startswith(CENSUS_DIRS):
                 found[p.pid] = p.nice()
         except psutil.Error:
