@@ -76,24 +76,25 @@ CHECKS_VERSION = "4"
 #: axioms a valid proof may depend on
 DEFAULT_ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
 
-# Where the lists come from.  Lean core: every ``@[builtin_command_parser]`` of
-# src/Lean/Parser/Command.lean (read at master, with the module-system
-# modifiers ``public``/``meta``/``nonrec`` and ``with_weak_namespace``, and as
-# far back as v4.9), the ``syntax ... : command`` declarations of
-# src/Lean/Parser/Syntax.lean, src/Init/Notation.lean, src/Init/Simproc.lean,
-# src/Lean/Elab/Tactic/*.lean and src/Lean/LibrarySuggestions (``set_library_suggestions``,
-# earlier ``set_premise_selector``), cross-checked against the identifier-like
-# entries of the Init/Std/Lean token table of a recent toolchain (a token list
-# a third-party project derived mechanically with ``Lean.Parser.getTokenTable``).
-# Mathlib and its dependencies (Batteries, Aesop, ProofWidgets, LeanSearchClient):
-# the commands of Mathlib/Tactic/*.lean and Mathlib/Util/*.lean (``irreducible_def``,
-# ``alias``, ``notation3``, ``initialize_simps_projections``, ``assert_not_exists``,
-# ``library_note``, ``suppress_compilation``, ``compile_inductive``, ``unset_option``,
-# ``whatsnew``, ``count_heartbeats``, ``proof_wanted``, ``register_hint``, ``sudo``,
-# ``extend_docs``, ``mk_iff_of_inductive_prop``...), Aesop's rule-set commands
-# and ProofWidgets' ``show_panel_widgets``.  Every ``#command`` of any of them
-# is covered by the ``#`` rule; every ``register_*``, ``declare_*`` and
-# ``builtin_*`` name by :data:`BANNED_PREFIXES`.
+# Where the lists come from (read in November 2026).  Lean core: every
+# ``@[builtin_command_parser]`` of src/Lean/Parser/Command.lean at the current
+# master (which has the module system's ``public``/``meta``/``nonrec`` and
+# ``with_weak_namespace``), cross-checked against the identifier-like entries of
+# the Init/Std/Lean token table of a recent toolchain (a list a third-party
+# project derived mechanically with ``Lean.Parser.getTokenTable``: it adds
+# ``set_library_suggestions``, ``test_extern``, ``reprove``, ``binder_predicate``,
+# the ``declare_*``/``register_*`` commands, ``include_str``, ``idbg``...); names
+# that earlier releases used and later ones renamed stay listed
+# (``set_premise_selector``).  Mathlib and its dependencies (Batteries, Aesop,
+# ProofWidgets, LeanSearchClient): the commands of Mathlib/Tactic/*.lean and
+# Mathlib/Util/*.lean (``irreducible_def``, ``alias``, ``notation3``, ``lemma``,
+# ``initialize_simps_projections``, ``assert_not_exists``, ``library_note``,
+# ``suppress_compilation``, ``compile_inductive``, ``unset_option``, ``whatsnew``,
+# ``count_heartbeats``, ``proof_wanted``, ``register_hint``, ``sudo``,
+# ``extend_docs``, ``mk_iff_of_inductive_prop``, ``recall``, ``variable?``...),
+# Aesop's rule-set commands and ProofWidgets' ``show_panel_widgets``.  Every
+# ``#command`` of any of them is covered by the ``#`` rule; every
+# ``register_*``, ``declare_*`` and ``builtin_*`` name by :data:`BANNED_PREFIXES`.
 
 #: tokens that start a new command or modify one: banned as whole tokens
 #: (and as the first component of a name).  Any ``#command`` is banned separately.
