@@ -9,8 +9,8 @@ as hostile.  It runs
   and the XDG cache/state/runtime directories of its environment point inside it,
   and (where the kernel has Landlock, :mod:`lean_env.landlock`) it can write,
   create, remove or rename nothing outside it (and outside
-  ``Limits.writable_paths``), nor connect or bind TCP, nor reach abstract unix
-  sockets or signal processes outside its sandbox;
+  ``Limits.writable_paths``), nor (ABI 4) connect or bind TCP, nor (ABI 6) reach
+  abstract unix sockets or signal processes outside its sandbox;
 * in its own session, and (where ``unshare`` may create one) its own PID
   namespace under a small init, so that ending the session ends every process
   it ever started, daemons that double-fork and call ``setsid`` included;
@@ -116,7 +116,8 @@ def cpu_allowance(wall_seconds: float) -> int:
 def network_isolation_prefix() -> tuple[str, ...]:
     """The argv prefix that runs a command without network access, or ``()``
     when this machine does not allow it (no ``unshare``, or user namespaces
-    disabled).  Probed once per process."""
+    disabled); for a user other than root it works only in the user namespace
+    the sandbox's child enters first.  Probed once per process."""
     return isolation_prefix(network=True, processes=False)
 
 
@@ -330,11 +331,6 @@ def _join_cgroup(procs_path: str) -> None:
 
 # -- the confined child ----------------------------------------------------------
 
-#: more writable paths for every sandboxed process (``os.pathsep``-separated), set in
-#: our own environment: for a test double that keeps a log outside its scratch
-#: directory, or a deployment whose prover needs a cache it manages
-WRITABLE_PATHS_VARIABLE = "LEAN_ENV_SANDBOX_WRITABLE"
-
 #: directories of the scratch directory that stand in for the user's writable places
 _HOME, _TMP, _RUN = ".home", ".tmp", ".run"
 
@@ -452,8 +448,7 @@ def _confinement(limits: Limits, scratch: str) -> _Confinement:
                                 "is not bounded")
     if _in_pid_namespace(prefix):
         prefix = (*prefix, *_INIT)
-    extra = tuple(x for x in os.environ.get(WRITABLE_PATHS_VARIABLE, "").split(os.pathsep) if x)
-    writable = (scratch, *limits.writable_paths, *extra)
+    writable = (scratch, *limits.writable_paths)
     confine = limits.confine_writes and landlock_works()
     if limits.confine_writes and not confine:
         _warn_once("landlock", "Landlock is not available here: prover processes can write outside "
@@ -821,7 +816,8 @@ class CommandResult:
 
     #: the command as given (without the network-isolation prefix)
     argv: tuple[str, ...]
-    #: exit status; negative: killed by that signal; None: not finished in time
+    #: exit status (:func:`signal_of` tells which signal killed it: negative, or 128 + N
+    #: under a PID namespace); None: not finished in time
     returncode: Optional[int]
     #: standard output, at most ``Limits.max_output_bytes`` of it, decoded
     stdout: str
