@@ -719,6 +719,12 @@ def normalize_body(body: str) -> str:
     return "\n".join(lines)
 
 
+def _has_code(lexed: Lexed) -> bool:
+    """Whether a text holds anything but comments (doc comments count as
+    comments here: no tactic is one); unreadable text counts as code."""
+    return lexed.fatal or any(t.kind != lexer.DOC_COMMENT for t in lexed.code)
+
+
 def check_body(body: object, policy: CheckPolicy = CheckPolicy()) -> Union[str, Rejection]:
     """Pre-filter an untrusted tactic body; the normalised body, or why not."""
     rejection = check_text(body, policy.max_body_chars)
@@ -727,7 +733,7 @@ def check_body(body: object, policy: CheckPolicy = CheckPolicy()) -> Union[str, 
     assert isinstance(body, str)
     normalized = normalize_body(body)
     lexed = tokenize(normalized)
-    if not lexed.code and not lexed.fatal:
+    if not _has_code(lexed):
         return Rejection("empty", ("the proof body has no tactic",))
     rejection = _lexical_rejection(normalized, lexed, policy, "a proof", column_zero=True)
     return normalized if rejection is None else rejection
@@ -741,7 +747,7 @@ def check_tactic(tactic: object, policy: CheckPolicy = CheckPolicy()) -> Optiona
         return rejection
     assert isinstance(tactic, str)
     lexed = tokenize(tactic)
-    if not lexed.code and not lexed.fatal:
+    if not _has_code(lexed):
         return Rejection("empty", ("the tactic is empty",))
     return _lexical_rejection(tactic, lexed, policy, "a proof")
 
