@@ -3,7 +3,7 @@
 #   make test   set everything up, then run the test suite
 PY := .venv/bin/python
 
-.PHONY: setup demo test test-full test-fast test-unit verify-sample bench bench-quick gpu-check ablation long-horizon long-horizon-levers clean
+.PHONY: setup demo test test-full test-fast test-unit verify-sample corpus bench bench-quick gpu-check ablation long-horizon long-horizon-levers clean
 
 setup:
 	bash tools/setup.sh
@@ -17,6 +17,15 @@ demo: setup
 verify-sample: setup
 	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m lean_env verify --backend rocq \
 	    --input lean_env/samples/rocq_sample.jsonl --output runs/sample_verdicts.jsonl --workers 2 --timeout 30
+
+# the tactic-level corpus (docs/corpus.md): every proof of the standard library and of the
+# Debian Coq libraries set-up installs, replayed through coqtop into CORPUS_DIR, one shard per
+# source file; resumable (run it again after stopping it), then its summary
+CORPUS_DIR ?= runs/corpus
+CORPUS_JOBS ?= 1
+corpus: setup
+	$(PY) -m sgs.corpus extract --out $(CORPUS_DIR) --jobs $(CORPUS_JOBS) $(CORPUS_ARGS)
+	$(PY) -m sgs.corpus stats $(CORPUS_DIR)
 
 # the suite on TEST_WORKERS pytest-xdist workers, a test file per worker at a
 # time; every test but the few marked `full` (what CI runs, under 30 minutes)

@@ -108,4 +108,21 @@ if ! command -v coqtop >/dev/null 2>&1; then
     exit 1
   fi
 fi
+# The Debian Coq libraries the tactic-level corpus replays (python -m sgs.corpus, make corpus,
+# docs/corpus.md), installed like Rocq when missing and the user may install packages; without them
+# the corpus has the standard library alone (the rest of the project does not need them).
+CORPUS_PACKAGES="libcoq-bignums libcoq-flocq libcoq-coquelicot libcoq-ext-lib libcoq-stdpp libcoq-math-classes libcoq-hammer"
+if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ "${SGS_NO_APT:-0}" != 1 ]]; then
+  MISSING_CORPUS=$(for p in $CORPUS_PACKAGES; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done | xargs)
+  if [[ -n "$MISSING_CORPUS" ]]; then
+    if [[ "$(id -u)" == 0 ]]; then APT=(); elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then APT=(sudo); else APT=(none); fi
+    if [[ "${APT[0]:-}" != none ]]; then
+      echo "[setup] installing the corpus's Coq libraries (apt-get install $MISSING_CORPUS)"
+      "${APT[@]}" apt-get update -qq && "${APT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $MISSING_CORPUS >/dev/null \
+        || echo "[setup] could not install $MISSING_CORPUS: the corpus will have the standard library only"
+    else
+      echo "[setup] note: the corpus's Coq libraries are not installed ($MISSING_CORPUS); 'sudo apt-get install $MISSING_CORPUS' adds them"
+    fi
+  fi
+fi
 echo "[setup] ready: $("$VENV/bin/python" -c 'import torch, ray; print(f"torch {torch.__version__}, ray {ray.__version__}")'), $(coqtop --version | head -1)"
