@@ -511,6 +511,33 @@ def _end_processes(leader: int, namespace: Optional[tuple[int, int]], cgroup: Op
         time.sleep(0.01)
 
 
+def _children(pid: int) -> list[int]:
+    """The children of ``pid``, from the kernel's per-thread lists (no scan of /proc)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+                found.extend(int(x) for x in f.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    todo = _children(pid)
+    while todo:
+        child = todo.pop()
+        if child not in found:
+            found.add(child)
+            todo.extend(_children(child))
+    return found
+
+
 def _group_members(pgid: int) -> list[int]:
     members = []
     for p in psutil.process_iter():
@@ -613,6 +640,8 @@ class SandboxedProcess:
             self._remove_dir()
             raise
         self._prover_pid: Optional[int] = None
+        #: the PID namespace's init, once the prover was found under it
+        self._init_pid: Optional[int] = None
         self._threads = [threading.Thread(target=self._pump_stdout, daemon=True, name=f"{name}-stdout")]
         if not merge_stderr:
             self._threads.append(
@@ -759,6 +788,7 @@ class SandboxedProcess:
                 for init in psutil.Process(self.proc.pid).children():
                     children = init.children()
                     if children:
+                        self._init_pid = init.pid
                         return min(children, key=lambda c: c.create_time()).pid
             except psutil.Error:
                 return self.proc.pid
@@ -769,6 +799,40 @@ class SandboxedProcess:
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def end_strays(self, settle: float = 5.0) -> int:
+        """End every process of the session except the prover itself (and the
+        sandbox's ``unshare`` and init): what a finished piece of work left running,
+        such as a daemon, a watchdog or a worker copy of the prover.  Only for a
+        prover that runs no helper of its own between answers (coqtop); call it
+        when an answer is complete.  Under a PID namespace, every process the
+        prover started is below the namespace's init (an orphan is re-parented to
+        it), so the strays are found by reading the kernel's lists of children, a
+        few small files when there are none; without one, through the cgroup, or
+        else only those still below the prover.  Returns how many were ended."""
+        if not self.alive:
+            return 0
+        prover = self.pid
+        ended = 0
+        deadline = time.monotonic() + settle
+        while True:
+            if self._init_pid is not None:
+                strays = _descendants(self._init_pid) - {prover}
+            elif self._confinement.cgroup is not None:
+                strays = set(self._confinement.cgroup.members()) - {self.proc.pid, prover}
+            else:
+                strays = _descendants(prover)
+            strays = {pid for pid in strays if _running_pid(pid)}
+            if not strays or time.monotonic() >= deadline:
+                return ended
+            for pid in strays:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    ended += 1
+                except (ProcessLookupError, PermissionError):
+                    pass
+            # killed, their children go to the init: the next round finds them
+            time.sleep(0.005)
 
     def rss_bytes(self) -> int:
         """Resident memory of the process and its children (0 if gone)."""

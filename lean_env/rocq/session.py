@@ -129,6 +129,9 @@ class RocqSession:
         except ProtocolError as e:
             raise self._fail(SessionGarbled("protocol_violation", str(e)))
         self.prompt = reply.prompt
+        # coqtop runs nothing between sentences: what a tactic started and left (a
+        # forked worker, a watchdog, a shell) ends with the sentence, not with the session
+        self._proc.end_strays()
         return reply
 
     def back_to(self, state: int, deadline: float, pending: tuple[str, ...] = ()) -> None:

@@ -172,6 +172,29 @@ def test_daemons_that_leave_the_session_end_with_it():
     assert running_with(marker) == []  # the daemons, the stand-in, and nothing else of it
 
 
+def test_what_an_answer_left_running_ends_and_the_prover_stays():
+    """After each answer the backend ends the session's strays (RocqSession after each
+    sentence): the prover keeps working, its leftovers do not."""
+    marker = fresh_marker()
+    p = hostile(marker)
+    try:
+        require(p.processes_isolated or p.process_bound == "cgroup",
+                "neither a PID namespace nor a cgroup holds the session's processes here")
+        assert p.end_strays() == 0
+        assert ask(p, {"daemon": f"{marker}-daemon", "busy": True})["ok"]
+        assert ask(p, {"forks": 3})["started"] == 3
+        # unshare and the namespace's init carry the marker in their command lines too
+        wrappers = ({p.proc.pid, *(q.pid for q in psutil.Process(p.proc.pid).children())} - {p.pid}
+                    if p.processes_isolated else set())
+        assert len(set(running_with(marker)) - wrappers) == 1 + 1 + 3  # the prover, the daemon, its children
+        assert p.end_strays() == 4
+        assert running_with(f"{marker}-daemon") == [] and set(running_with(marker)) - wrappers == {p.pid}
+        assert ask(p, {"where": True})["ok"] and p.alive
+    finally:
+        p.kill()
+    assert running_with(marker) == []
+
+
 def test_a_batch_command_s_daemons_end_when_it_exits():
     require("--pid" in sandbox.isolation_prefix(True, True) or sandbox._pids_cgroup_base() is not None,
             "neither a PID namespace nor a cgroup holds a command's processes here")
