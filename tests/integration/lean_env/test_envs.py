@@ -77,7 +77,7 @@ def test_tactic_env_on_lean_repl_proof_states():
     if not FIXTURES.is_dir():
         pytest.skip("shared/fixtures is not beside the checkout")
     spec = BackendSpec("lean", {"repl_command": replay_command("mathlib/exact"), "spare": False,
-                                "timeout": 30.0, "header_timeout": 30.0})
+                                "axiom_check": "repl", "timeout": 30.0, "header_timeout": 30.0})
     # recheck=False: the replay double only knows the recorded tactic-mode
     # requests, not the whole-proof re-check.
     env = TacticEnv([{"id": "test", "header": "import Mathlib", "statement": "theorem test : 0 < 1 := by"}],
@@ -96,8 +96,8 @@ def test_tactic_env_with_the_lean_stand_in_rechecks_the_whole_script():
     drives a whole episode, including the whole-proof re-check the replay cannot answer."""
     from tests.unit.lean_env.test_lean_standin import HEADER, standin_command
 
-    spec = BackendSpec("lean", {"repl_command": standin_command(), "spare": False, "timeout": 30.0,
-                                "header_timeout": 30.0})
+    spec = BackendSpec("lean", {"repl_command": standin_command(), "spare": False, "axiom_check": "repl",
+                                "timeout": 30.0, "header_timeout": 30.0})
     env = TacticEnv([{"id": "t", "header": HEADER, "statement": "theorem t : ∀ n : ℕ, n + 2 > n := by"}],
                     spec, timeout=30)
     try:

@@ -112,6 +112,7 @@ def test_the_same_episode_on_the_repl_and_on_dojo():
                **LOCATION}
     repl = TacticEnv([problem], BackendSpec("lean", {
         "repl_command": replay_command("proof_branching", "unknown_tactic", header=HEADER), "spare": False,
+        "axiom_check": "repl",
         "timeout": 30.0, "header_timeout": 30.0}), timeout=30, recheck=False)
     checker = Checker()
     opener = Opener(ScriptedDojo(root, script))
