@@ -251,19 +251,32 @@ def _pids_cgroup_base() -> Optional[str]:
     for line in lines:
         _, controllers, path = line.split(":", 2)
         if "pids" in controllers.split(","):
-            candidates.append(os.path.join("/sys/fs/cgroup/pids", path.lstrip("/")))
+            root = "/sys/fs/cgroup/pids"
         elif controllers == "" and os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
-            candidates.append(os.path.join("/sys/fs/cgroup", path.lstrip("/")))
-    for base in candidates:
+            root = "/sys/fs/cgroup"
+        else:
+            continue
+        # our own cgroup first; then the hierarchy's root, for cgroup v2, where a cgroup
+        # with processes in it (ours) cannot pass controllers on to its children
+        candidates += [os.path.normpath(os.path.join(root, path.lstrip("/"))), root]
+    for base in dict.fromkeys(candidates):
         probe = os.path.join(base, f"{_CGROUP_PREFIX}probe-{os.getpid()}")
         try:
             os.mkdir(probe)
         except OSError:
             continue
         try:
-            usable = os.path.exists(os.path.join(probe, "pids.max"))
+            usable = os.path.exists(os.path.join(probe, "pids.max")) and subprocess.run(
+                ["true"], preexec_fn=lambda: _join_cgroup(os.path.join(probe, "cgroup.procs")),
+                capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            usable = False
         finally:
-            _rmdir_quietly(probe)
+            time.sleep(0.01)  # the probe's process leaves the cgroup a moment after it exits
+            for _ in range(100):
+                if _rmdir_quietly(probe) or not os.path.isdir(probe):
+                    break
+                time.sleep(0.01)
         if usable:
             _sweep_stale_cgroups(base)
             return base
