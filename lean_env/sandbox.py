@@ -612,7 +612,6 @@ class SandboxedProcess:
         #: the process's own writable directory, deleted with it; its working directory
         #: unless ``cwd`` is given (a project directory, which stays read-only)
         self.scratch = tempfile.mkdtemp(prefix=f"lean_env-{name}-")
-        self._own_dir = True
         self.cwd = cwd or self.scratch
         try:
             self._confinement = _confinement(limits, self.scratch)
@@ -826,7 +825,7 @@ class SandboxedProcess:
         if not self.alive:
             return 0
         prover = self.pid
-        ended = 0
+        killed: set[int] = set()
         deadline = time.monotonic() + settle
         while True:
             if self._init_pid is not None:
@@ -837,11 +836,11 @@ class SandboxedProcess:
                 strays = _descendants(prover)
             strays = {pid for pid in strays if _running_pid(pid)}
             if not strays or time.monotonic() >= deadline:
-                return ended
-            for pid in strays:
+                return len(killed)
+            for pid in strays - killed:
                 try:
                     os.kill(pid, signal.SIGKILL)
-                    ended += 1
+                    killed.add(pid)
                 except (ProcessLookupError, PermissionError):
                     pass
             # killed, their children go to the init: the next round finds them
