@@ -147,7 +147,11 @@ _TACTIC_POSITION = re.compile(r"(?:^|[;|\[]|\[>|\b\d+\s*:|\ball\s*:)\s*$")
 _TACTICALS = frozenset({
     "try", "repeat", "do", "progress", "now", "by", "abstract", "solve", "first", "once", "exactly_once",
     "time", "timeout", "idtac", "tryif", "assert_succeeds", "assert_fails", "unshelve", "infoH", "info_eauto",
+    # tactics that take a tactic: `intuition reflexivity`, `firstorder auto`
+    "intuition", "dintuition", "firstorder",
 })
+#: a tactical (and its count, ``do 2``) right before a word
+_AFTER_TACTICAL = re.compile(r"(?:^|[^\w'.])(?:" + "|".join(sorted(_TACTICALS)) + r")(?:\s+\d+)?\s*$")
 #: words of the tactic language that are never lemma names where they appear
 KEYWORDS = frozenset({
     "in", "as", "with", "at", "using", "by", "eqn", "fun", "forall", "exists", "let", "match", "end", "return",
@@ -162,23 +166,32 @@ def tactic_identifiers(code: str) -> list[str]:
     """The identifiers of a tactic sentence that may name a global object, in
     order, each once: every (qualified) identifier of ``code`` (the sentence
     with comments and string contents blanked, :attr:`Sentence.code`) except
-    the tactics' own names (a word in tactic position: at the start, after
-    ``;``, ``|``, ``[``, ``[>``, a goal selector or a tactical such as
-    ``try``), keywords and scope keys (``%nat``).  Which of
+    the tactics' own names (a word in tactic position, :func:`_in_tactic_position`),
+    keywords and scope keys (``%nat``).  Which of
     them are lemmas is for ``Locate`` to say: ``symmetry`` is a tactic at the
     start of ``symmetry in H`` and a lemma in ``apply symmetry``."""
     found: list[str] = []
-    previous = ""
     for m in _IDENTIFIER.finditer(code):
-        word = m.group(0).rstrip(".")
-        before = code[:m.start()]
-        tactic_position = bool(_TACTIC_POSITION.search(before)) or previous in _TACTICALS and \
-            re.search(r"(?:^|\s)(?:" + re.escape(previous) + r")(?:\s+\d+)?\s*$", before) is not None
-        previous = word
-        if tactic_position or word in KEYWORDS or word in found:
+        word = m.group(0)
+        if _in_tactic_position(code[:m.start()]) or word in KEYWORDS or word in found:
             continue
         found.append(word)
     return found
+
+
+def _in_tactic_position(before: str) -> bool:
+    """Whether a word right after ``before`` is a tactic's name: at the start,
+    after ``;``, ``|``, ``[``, a goal selector or a tactical (``try``,
+    ``do 2``, ``now``), or after an opening parenthesis that is itself in such
+    a place (``try (apply foo; auto)``, ``by (split; congruence)``; but not
+    ``rewrite (foo x)``)."""
+    while True:
+        if _TACTIC_POSITION.search(before) or _AFTER_TACTICAL.search(before):
+            return True
+        stripped = before.rstrip()
+        if not stripped.endswith("("):
+            return False
+        before = stripped[:-1]
 
 
 def error_line(error: str) -> str:

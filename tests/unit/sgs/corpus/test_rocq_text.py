@@ -115,3 +115,10 @@ def test_a_word_is_a_tactic_only_in_tactic_position():
     assert tactic_identifiers("2: apply le_S.") == ["le_S"]
     assert tactic_identifiers("all: now rewrite ?app_assoc.") == ["app_assoc"]
     assert tactic_identifiers("rewrite -> foo, <- bar, !baz.") == ["foo", "bar", "baz"]
+    # a tactic in parentheses is in tactic position; a term in parentheses is not
+    assert tactic_identifiers("assert (H : x = y) by (symmetry; auto).") == ["H", "x", "y"]
+    assert tactic_identifiers("try (apply foo; auto).") == ["foo"]
+    assert tactic_identifiers("rewrite (Nat.add_comm n).") == ["Nat.add_comm", "n"]
+    assert tactic_identifiers("destruct (split l); [now left|right].") == ["split", "l"]
+    assert tactic_identifiers("inv bst; repeat apply create_bst.") == ["bst", "create_bst"]
+    assert tactic_identifiers("intuition reflexivity.") == []
