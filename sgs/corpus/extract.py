@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from sgs.corpus.records import FORMAT_VERSION, read_meta, shard_path, write_shard
-from sgs.corpus.replay import coq_version, replay_file
+from sgs.corpus.records import FORMAT_VERSION, FileRecord, read_meta, shard_path, write_shard
+from sgs.corpus import replay
 from sgs.corpus.rocq_text import error_line
 from sgs.corpus.sources import Library
 from sgs.corpus.split import DEFAULT_RATIOS, split_of
@@ -81,7 +81,7 @@ def run(out: Path, libraries: Sequence[Library], *, patterns: Sequence[str] = ()
     if exe is None:
         raise ExtractError(f"{coqtop} not found: install Rocq 8.16 (tools/setup.sh, or apt-get install coq)")
     prepare_out(out, seed)
-    version = coq_version(exe)
+    version = replay.coq_version(exe)
     todo: list[tuple[Library, str]] = []
     summary = Summary()
     for library in libraries:
@@ -102,8 +102,15 @@ def run(out: Path, libraries: Sequence[Library], *, patterns: Sequence[str] = ()
 
     def one(item: tuple[Library, str]) -> None:
         library, file = item
-        meta, theorems = replay_file(library, file, coqtop=exe, split=split_of(library.name, file, seed),
-                                     step_timeout=step_timeout, file_timeout=file_timeout, coq_version=version)
+        split = split_of(library.name, file, seed)
+        try:
+            meta, theorems = replay.replay_file(library, file, coqtop=exe, split=split, step_timeout=step_timeout,
+                                         file_timeout=file_timeout, coq_version=version)
+        except Exception as e:     # a bug of ours on one file must not end the run: record it like a failure
+            meta = FileRecord(library=library.name, file=file, module=library.module_of(file), split=split,
+                              status="failed", error=f"internal error: {type(e).__name__}: {e}"[:4000],
+                              coq_version=version)
+            theorems = []
         size = write_shard(shard_path(out, library.name, file), meta, theorems)
         with lock:
             summary.replayed += 1
