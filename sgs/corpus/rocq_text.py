@@ -195,11 +195,23 @@ def _in_tactic_position(before: str) -> bool:
 
 
 def error_line(error: str) -> str:
-    """The line of an error that says what went wrong (Rocq's ``Error:`` line,
-    not the ``Toplevel input, characters 0-20:`` before it)."""
+    """The line of an error that says what went wrong: Rocq's ``Error:`` line,
+    not the ``Toplevel input, characters 0-20:`` before it, and past the
+    hypotheses of an ``In environment`` listing."""
     lines = [line.strip() for line in error.splitlines() if line.strip()]
     for k, line in enumerate(lines):
-        if line.startswith(("Error", "Anomaly")):
-            rest = line.split(":", 1)[1].strip() if ":" in line else ""
-            return line if rest or k + 1 == len(lines) else f"{line} {lines[k + 1]}"
+        if not line.startswith(("Error", "Anomaly")):
+            continue
+        head, colon, rest = line.partition(":")
+        if not colon:
+            return line
+        rest = rest.strip()
+        later = lines[k + 1:]
+        if not rest and later:
+            rest = later.pop(0)
+        if rest == "In environment":
+            # the hypotheses (``a1 : aexpr``, ``f := ... : T``) come first, then the message
+            said = [text for text in later if not re.match(r"[\w',\s]+ :=? ", text)]
+            rest = said[0] if said else rest
+        return f"{head}: {rest}"
     return lines[0] if lines else ""

@@ -54,7 +54,10 @@ def test_the_error_line_is_rocqs_error_not_the_location():
     error = ("Toplevel input, characters 0-20:\n> Require Import Zaux.\n> ^^^^\n"
              "Error: Cannot find a physical path bound to logical path Zaux.\n")
     assert error_line(error) == "Error: Cannot find a physical path bound to logical path Zaux."
-    assert error_line("Error:\nIn environment\nn : nat") == "Error: In environment"
+    in_environment = ("Error:\nIn environment\nbval : state -> bexpr -> bool\na1, a2 : aexpr\n"
+                      "The term \"aval s a1\" has type \"nat\" while it is expected to have type\n \"string\".")
+    assert error_line(in_environment) == 'Error: The term "aval s a1" has type "nat" while it is expected to have type'
+    assert error_line("Anomaly \"Uncaught exception Not_found.\"") == 'Anomaly "Uncaught exception Not_found."'
     assert error_line("coqtop: died") == "coqtop: died"
     assert error_line("") == ""
 
