@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Optional
 
 from lean_env.backends import BACKENDS, BackendSpec
-from lean_env.lean.config import AXIOM_CHECKS, ENV_PROJECT_DIR, ENV_REPL_COMMAND
+from lean_env.lean.config import AXIOM_CHECKS, ENV_LAKE_COMMAND, ENV_PROJECT_DIR, ENV_REPL_COMMAND
 from lean_env.verdict import ProofTask, Status, Verdict
 
 REQUIRED_FIELDS = ("id", "header", "statement", "proof")
@@ -112,8 +112,11 @@ def build_spec(args: argparse.Namespace) -> BackendSpec:
             options["project_dir"] = project_dir
         if args.axiom_check:
             options["axiom_check"] = args.axiom_check
-        if args.lake_command:
-            options["lake_command"] = args.lake_command
+        lake_command = args.lake_command or os.environ.get(ENV_LAKE_COMMAND)
+        if lake_command:
+            options["lake_command"] = lake_command
+        if args.writable_path:
+            options["writable_paths"] = tuple(args.writable_path)
     return BackendSpec(args.backend, options)
 
 
@@ -123,7 +126,8 @@ def usage_problem(args: argparse.Namespace) -> Optional[str]:
         lean_only = [flag for flag, value in (("--repl-command", args.repl_command),
                                               ("--project-dir", args.project_dir),
                                               ("--axiom-check", args.axiom_check),
-                                              ("--lake-command", args.lake_command)) if value]
+                                              ("--lake-command", args.lake_command),
+                                              ("--writable-path", args.writable_path)) if value]
         if lean_only:
             return f"{' and '.join(lean_only)} {'applies' if len(lean_only) == 1 else 'apply'} to --backend lean only"
     elif args.allow_bug_prone is not None:
@@ -228,7 +232,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                         "environment (process, the default; needs --project-dir and lake) or from the REPL's "
                         "`#print axioms` (repl)")
     v.add_argument("--lake-command", help="Lean only: the lake command of the axiom checker and the audit "
-                   "(default: lake)")
+                   "(default: $LEAN_ENV_LAKE_COMMAND, else lake)")
+    v.add_argument("--writable-path", action="append", metavar="DIR", default=None,
+                   help="Lean only: a directory the REPL and the checkers may write to besides their scratch "
+                        "directories (repeatable; everything else is refused where Landlock exists)")
     v.add_argument("--allowed-axioms", metavar="A,B,...",
                    help="axioms a valid proof may depend on, replacing the backend's list (Rocq: none; Lean: "
                         "propext,Classical.choice,Quot.sound); '' allows none")

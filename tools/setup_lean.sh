@@ -19,7 +19,9 @@ Installs (or updates) in DIR:
   DIR/repl    leanprover-community/repl at TAG, built (.lake/build/bin/repl)
   DIR/mathlib leanprover-community/mathlib4 at TAG, with the prebuilt .olean
               cache (lake exe cache get)
-then checks that a REPL answers under Mathlib and prints the settings to use.
+then checks that a REPL answers under Mathlib and that SGS's axiom checker
+(lean_env/lean/SgsAxiomCheck.lean) reads the REPL's pickle of that proof's
+environment, and prints the settings to use.
 
 Options:
   --tag TAG   Lean/Mathlib/REPL tag (default: $SGS_LEAN_TAG or v4.15.0, the
@@ -32,9 +34,11 @@ Options:
   --help      show this help
 
 Afterwards use the printed settings, e.g.:
-  python -m sgs prover=lean prover.lean.repl_command='<command>' prover.lean.project_dir=DIR/mathlib
-  export SGS_LEAN_REPL='<command>' SGS_LEAN_PROJECT=DIR/mathlib      # conf/prover/lean.yaml
-  export LEAN_ENV_REPL_COMMAND='<command>' LEAN_ENV_PROJECT_DIR=DIR/mathlib  # LeanConfig.from_env
+  python -m sgs prover=lean prover.lean.repl_command='<command>' prover.lean.project_dir=DIR/mathlib \
+      prover.lean.lake_command=<lake>
+  export SGS_LEAN_REPL='<command>' SGS_LEAN_PROJECT=DIR/mathlib SGS_LEAN_LAKE=<lake>     # conf/prover/lean.yaml
+  export LEAN_ENV_REPL_COMMAND='<command>' LEAN_ENV_PROJECT_DIR=DIR/mathlib LEAN_ENV_LAKE_COMMAND=<lake>
+                                                                     # LeanConfig.from_env
 EOF
 }
 
@@ -136,31 +140,46 @@ REPL_ARGV=("$LAKE" env "$REPL_BIN")
 COMMAND="$(printf '%q ' "${REPL_ARGV[@]}")"
 COMMAND="${COMMAND% }"
 
-# 4. smoke test: the REPL imports Mathlib and checks a proof
+# 4. smoke test: the REPL imports Mathlib, checks a proof and pickles its environment;
+# the axiom checker (the only place its Lean code is compiled: no Lean where SGS is
+# developed) reads the pickle and must find the theorem's axioms
+CHECKER="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lean_env/lean/SgsAxiomCheck.lean"
 if [[ "$CHECK" == 1 ]]; then
   say "smoke test (imports Mathlib)"
-  REQUESTS="$(printf '%s\n\n%s\n\n' \
+  PICKLE="$(mktemp -d)/sgs_smoke.olean"
+  REQUESTS="$(printf '%s\n\n%s\n\n%s\n\n' \
     '{"cmd": "import Mathlib"}' \
-    '{"cmd": "theorem sgs_smoke (a b : ℕ) : a + b = b + a := by\n  omega", "env": 0}')"
+    '{"cmd": "theorem sgs_smoke (a b : ℕ) : a + b = b + a := by\n  omega", "env": 0}' \
+    "{\"pickleTo\": \"$PICKLE\", \"env\": 1}")"
   if ! ANSWER="$(cd "$DIR/mathlib" && printf '%s\n\n' "$REQUESTS" | LEAN_NUM_THREADS=1 "${REPL_ARGV[@]}")" \
      || [[ "$ANSWER" == *'"severity": "error"'* || "$ANSWER" != *'"env": 1'* ]]; then
     echo "[setup_lean] smoke test failed; the REPL answered:" >&2
     echo "${ANSWER:-<nothing>}" >&2
     exit 1
   fi
-  say "smoke test passed"
+  if ! CHECKED="$(cd "$DIR/mathlib" && "$LAKE" env lean --run "$CHECKER" smoke pickle "$PICKLE" sgs_smoke 2>&1)" \
+     || [[ "$CHECKED" != *'SGS-AXIOMS smoke {"theorem":'* ]]; then
+    echo "[setup_lean] the axiom checker ($CHECKER) failed on the REPL's pickle; it answered:" >&2
+    echo "${CHECKED:-<nothing>}" >&2
+    echo "  (prover.lean.axiom_check=repl reads #print axioms instead; docs/proof_checking.md)" >&2
+    exit 1
+  fi
+  rm -rf "$(dirname "$PICKLE")"
+  say "smoke test passed (axiom checker: ${CHECKED#*SGS-AXIOMS smoke })"
 fi
 
 cat <<EOF
 
 Lean $REPL_TOOLCHAIN is ready.  The REPL runs in $DIR/mathlib.  Settings for SGS:
 
-  Hydra overrides:   prover=lean prover.lean.repl_command='$COMMAND' prover.lean.project_dir=$DIR/mathlib
+  Hydra overrides:   prover=lean prover.lean.repl_command='$COMMAND' prover.lean.project_dir=$DIR/mathlib prover.lean.lake_command=$LAKE
   or, for conf/prover/lean.yaml:
                      export SGS_LEAN_REPL='$COMMAND'
                      export SGS_LEAN_PROJECT=$DIR/mathlib
+                     export SGS_LEAN_LAKE=$LAKE
   for LeanConfig.from_env() (tests, tools):
                      export LEAN_ENV_REPL_COMMAND='$COMMAND'
                      export LEAN_ENV_PROJECT_DIR=$DIR/mathlib
+                     export LEAN_ENV_LAKE_COMMAND=$LAKE
 
 EOF

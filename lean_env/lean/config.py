@@ -34,6 +34,7 @@ from lean_env.sandbox import Limits
 #: environment variables a user can set instead of config fields
 ENV_REPL_COMMAND = "LEAN_ENV_REPL_COMMAND"
 ENV_PROJECT_DIR = "LEAN_ENV_PROJECT_DIR"
+ENV_LAKE_COMMAND = "LEAN_ENV_LAKE_COMMAND"
 
 #: variables passed from our environment to the REPL (nothing else is: the
 #: prover runs hostile text and must not see API keys or tokens)
@@ -126,14 +127,17 @@ class LeanConfig:
 
     @classmethod
     def from_env(cls, **overrides) -> "LeanConfig":
-        """A config whose ``repl_command`` / ``project_dir`` come from
-        ``LEAN_ENV_REPL_COMMAND`` / ``LEAN_ENV_PROJECT_DIR`` when set;
+        """A config whose ``repl_command`` / ``project_dir`` / ``lake_command`` come
+        from ``LEAN_ENV_REPL_COMMAND`` / ``LEAN_ENV_PROJECT_DIR`` /
+        ``LEAN_ENV_LAKE_COMMAND`` when set;
         ``overrides`` win over both."""
         values: dict = {}
         if os.environ.get(ENV_REPL_COMMAND):
             values["repl_command"] = os.environ[ENV_REPL_COMMAND]
         if os.environ.get(ENV_PROJECT_DIR):
             values["project_dir"] = os.environ[ENV_PROJECT_DIR]
+        if os.environ.get(ENV_LAKE_COMMAND):
+            values["lake_command"] = os.environ[ENV_LAKE_COMMAND]
         values.update(overrides)
         return cls(**values)
 
@@ -213,4 +217,4 @@ class LeanConfig:
         return f"lean-repl|{self.toolchain_label()}|checks-{CHECKS_VERSION}|axioms-{self.axiom_check}|{policy}"
 
 
-__all__ = ["AXIOM_CHECKS", "ENV_PROJECT_DIR", "ENV_REPL_COMMAND", "LeanConfig", "LeanConfigError"]
+__all__ = ["AXIOM_CHECKS", "ENV_LAKE_COMMAND", "ENV_PROJECT_DIR", "ENV_REPL_COMMAND", "LeanConfig", "LeanConfigError"]

@@ -147,7 +147,7 @@ def test_lean_verify_with_repl_command_and_project_dir(tmp_path):
     command = replay_command("file_env", "self_proof_check", header="", request_log=tmp_path / "requests.jsonl")
     proc = verify("--backend", "lean", "--input", str(src), "--output", str(tmp_path / "out.jsonl"),
                   "--project-dir", str(project), "--repl-command", command, "--axiom-check", "repl",
-                  "--workers", "1", "--timeout", "30", "--quiet")
+                  "--writable-path", str(tmp_path), "--workers", "1", "--timeout", "30", "--quiet")
     assert proc.returncode == 0, proc.stderr[-3000:]
     verdicts = read_verdicts(tmp_path / "out.jsonl")
     assert (verdicts["good"]["status"], verdicts["good"]["reason"]) == ("valid", "ok")
@@ -166,7 +166,8 @@ def test_lean_verify_from_the_environment_variables(tmp_path):
     project.mkdir()
     command = replay_command("file_env", request_log=tmp_path / "requests.jsonl")
     proc = verify("--backend", "lean", "--input", str(src), "--output", str(tmp_path / "out.jsonl"), "--workers",
-                  "1", "--quiet", LEAN_ENV_REPL_COMMAND=command, LEAN_ENV_PROJECT_DIR=str(project))
+                  "1", "--quiet", "--axiom-check", "repl", "--writable-path", str(tmp_path),
+                  LEAN_ENV_REPL_COMMAND=command, LEAN_ENV_PROJECT_DIR=str(project))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert read_verdicts(tmp_path / "out.jsonl")["good"]["status"] == "valid"
     cwds = {json.loads(line)["cwd"] for line in (tmp_path / "requests.jsonl").read_text().splitlines()}
@@ -180,8 +181,9 @@ def test_lean_verify_from_the_environment_variables(tmp_path):
     ("axioms:propext,sorryAx", "invalid", "audit_disagreement", "disagree"),
 ])
 def test_lean_verify_with_audit(tmp_path, mode, status, reason, audit):
-    """``--audit`` with Lean: every valid proof compiled again by ``lake env lean`` (here the ``lake``
-    stand-in ``tests/lean/lake_standin.py``, a test double, put on PATH as ``lake``)."""
+    """``--audit`` with Lean: every valid proof compiled again by ``lake env lean -o`` and its axioms read
+    by the checker (here the ``lake`` stand-in ``tests/lean/lake_standin.py``, a test double, put on PATH
+    as ``lake``); the replayed transcripts answer the check itself through ``#print axioms``."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     lake = bin_dir / "lake"
@@ -192,7 +194,7 @@ def test_lean_verify_with_audit(tmp_path, mode, status, reason, audit):
     project.mkdir()
     proc = verify("--backend", "lean", "--input", str(src), "--output", str(tmp_path / "out.jsonl"),
                   "--project-dir", str(project), "--repl-command", replay_command("file_env"), "--workers", "1",
-                  "--quiet", "--audit", "--audit-log", str(tmp_path / "disagreements.jsonl"),
+                  "--axiom-check", "repl", "--quiet", "--audit", "--audit-log", str(tmp_path / "disagreements.jsonl"),
                   PATH=f"{bin_dir}:{os.environ['PATH']}", LAKE_STANDIN_MODE=mode)
     assert proc.returncode == 0, proc.stderr[-3000:]
     verdict = read_verdicts(tmp_path / "out.jsonl")["good"]
@@ -207,6 +209,10 @@ def test_lean_verify_with_audit(tmp_path, mode, status, reason, audit):
 @pytest.mark.parametrize("flags, env, message", [
     (["--backend", "rocq", "--repl-command", "repl"], {}, "--repl-command applies to --backend lean only"),
     (["--backend", "rocq", "--project-dir", "/tmp"], {}, "--project-dir applies to --backend lean only"),
+    (["--backend", "rocq", "--axiom-check", "repl", "--writable-path", "/tmp"], {},
+     "--axiom-check and --writable-path apply to --backend lean only"),
+    (["--backend", "lean", "--repl-command", "python3 -c pass"], {},
+     "the Lean axiom check runs `lake env lean` in the Lean project"),
     (["--backend", "lean", "--repl-command", "no-such-repl-binary --x"], {},
      "Lean REPL command not found: 'no-such-repl-binary'"),
     (["--backend", "lean", "--repl-command", "python3 -c pass", "--project-dir", "/no/such/dir"], {},

@@ -7,6 +7,7 @@ settings that work, and removes what it created when a later step fails."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -91,6 +92,7 @@ esac
 """
 FAKE_LAKE = r"""#!/bin/bash
 # stand-in for lake: build makes a REPL binary that runs the Lean REPL stand-in; env runs a command
+if [[ "$1" == -d ]]; then cd "$2"; shift 2; fi
 case "$1" in
   build) mkdir -p .lake/build/bin
          if [[ -n "$FAKE_BROKEN_REPL" ]]; then printf '#!/bin/sh\nexit 1\n'; else
@@ -108,7 +110,9 @@ def fake_tools(tmp_path: Path) -> Path:
     bin_dir.mkdir(exist_ok=True)
     lake = FAKE_LAKE.replace("__PYTHON__", sys.executable).replace(
         "__STANDIN__", str(REPO_ROOT / "tests" / "lean" / "lean_standin.py"))
-    for name, text in (("git", FAKE_GIT), ("lake", lake), ("elan", "#!/bin/sh\nexit 0\n"),
+    # stand-in for lean: `lean --run SgsAxiomCheck.lean ...` answers as the checker (lake_standin.py)
+    lean = f'#!/bin/sh\nexec {sys.executable} {REPO_ROOT / "tests" / "lean" / "lake_standin.py"} -d . env lean "$@"\n'
+    for name, text in (("git", FAKE_GIT), ("lake", lake), ("lean", lean), ("elan", "#!/bin/sh\nexit 0\n"),
                        ("curl", "#!/bin/sh\necho 'curl: must not be called' >&2\nexit 7\n")):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
@@ -138,9 +142,13 @@ def test_a_run_prints_settings_that_work(tmp_path, monkeypatch):
     assert f"export SGS_LEAN_REPL='{command}'" in result.stdout
     exported = {m.group(1): m.group(2) or m.group(3)
                 for m in re.finditer(r"export (LEAN_ENV_\w+)=(?:'([^']*)'|(\S+))", result.stdout)}
-    assert exported == {"LEAN_ENV_REPL_COMMAND": command, "LEAN_ENV_PROJECT_DIR": str(project)}
+    assert exported == {"LEAN_ENV_REPL_COMMAND": command, "LEAN_ENV_PROJECT_DIR": str(project),
+                        "LEAN_ENV_LAKE_COMMAND": str(lake)}
+    assert "[setup_lean] smoke test passed (axiom checker: " in result.stdout
     for name, value in exported.items():
         monkeypatch.setenv(name, value)
+    # `lake env lean` finds the toolchain's lean; here the stand-in beside the fake lake
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     backend = LeanBackend(LeanConfig.from_env(spare=False, timeout=60, header_timeout=60))
     try:
         ok = ProofTask("ok", "import Mathlib", "theorem ok (a b : ℕ) : a + b = b + a := by", "omega")
