@@ -310,6 +310,24 @@ def test_the_lean_repl_process_cannot_write_spawn_or_connect_outside(tmp_path):
 NOBODY = 65534
 
 
+def test_the_user_namespace_path_confines_as_well(monkeypatch, tmp_path):
+    """The path a user other than root takes (a user namespace made in the child, then
+    the namespaces, RLIMIT_NPROC, Landlock), taken here whoever runs the tests; that
+    RLIMIT_NPROC binds is for the test below, as ``nobody`` (root is exempt from it)."""
+    monkeypatch.setattr(sandbox, "_needs_user_namespace", lambda: True)
+    monkeypatch.setattr(sandbox, "_pids_cgroup_base", lambda: None)
+    marker = fresh_marker()
+    p = hostile(marker, limits=Limits(max_processes=24))
+    try:
+        require(p.processes_isolated and p.write_confined, "no user namespace or no Landlock here")
+        assert p.process_bound == "rlimit"
+        assert not ask(p, {"write": str(tmp_path / "outside")})["ok"]
+        assert ask(p, {"daemon": marker})["ok"] and running_with(marker)
+    finally:
+        p.kill()
+    assert running_with(marker) == [] and not (tmp_path / "outside").exists()
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
                     reason="needs root to become another user")
 def test_as_an_unprivileged_user_the_same_holds(tmp_path):
