@@ -73,10 +73,27 @@ from lean_env.rocq.census import AxiomCensus
 from lean_env.rocq.config import CHECKS_VERSION, TOPLEVEL_MODULE, RocqConfig
 from lean_env.rocq.load_path import LoadPath, LoadPathError, load_path_argv, parse_load_path
 from lean_env.rocq.output import Reply, parse_assumptions
+from lean_env.rocq.known_bugs import BUG_CLASSES
 from lean_env.rocq.session import RocqSession, SessionDied, SessionError, SessionGarbled, SessionTimeout
+from lean_env.rocq.term_check import (
+    PRINT_SETTINGS,
+    fixpoint_names,
+    located_constants,
+    printed_body,
+    reaches_primitives,
+    scan_term,
+    tokens,
+    unexplained_fixpoints,
+)
 from lean_env.verdict import ProofTask, Status, Verdict
 
 log = logging.getLogger(__name__)
+
+#: fresh sessions a task's text must kill before the crash is its fault
+CRASHES_TO_BLAME = 2
+#: most sessions one piece of work may use: the first may be a long-lived
+#: one, so blaming the text can take two more
+MAX_ATTEMPTS = 3
 
 #: fails unless the goal is a proposition (its type is exactly ``Prop``)
 PROP_CHECK = "lazymatch goal with |- ?G => let s := type of G in constr_eq s Prop end."
@@ -92,6 +109,16 @@ class _Outcome:
     reason: str
     #: prover or checker messages
     messages: tuple[str, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        return self.status == Status.VALID
+
+
+class _ProofCrashed(SessionDied):
+    """coqtop died while it ran the task's own text (a proof sentence, the
+    statement, or the checks after ``Qed``), not while it started or loaded
+    the header."""
 
 
 class _Stop(Exception):
@@ -233,14 +260,17 @@ class RocqBackend(ProverBackend):
         with self._input_blamed():
             self._open(session, statement, deadline)
             for i, sentence in enumerate(body):
-                reply = session.run(sentence.text, deadline)
+                # the last sentence is Qed. or Defined. (validate_proof): sent as Qed., which
+                # checks the same term and inlines what abstract declared, so that the term
+                # check sees all of it (the theorem is discarded after the check either way)
+                reply = session.run("Qed." if i == len(body) - 1 else sentence.text, deadline)
                 if not reply.ok:
                     raise _Stop(Status.INVALID, "prover_error", self._messages(reply))
                 expected = () if i == len(body) - 1 else (statement.name,)
                 if reply.prompt.pending != expected:
                     raise _Stop(Status.INVALID, "proof_not_closed" if not expected else "protocol_violation",
                                 (f"after {sentence.text[:80]!r} the open proofs are {reply.prompt.pending}",))
-            return self._assumptions(session, statement.name, deadline)
+            return self._closed(session, statement.name, deadline)
 
     def _elaborate(self, session: RocqSession, header: list[Sentence], statement: Statement,
                    timeout: float) -> _Outcome:
@@ -261,26 +291,83 @@ class RocqBackend(ProverBackend):
             raise _Stop(Status.INVALID, "statement_error", self._messages(opened))
         return opened
 
-    def _assumptions(self, session: RocqSession, name: str, deadline: float) -> _Outcome:
-        """The final check after a successful ``Qed``."""
+    def _closed(self, session: RocqSession, name: str, deadline: float) -> _Outcome:
+        """The final checks after a successful ``Qed``: the assumptions, then
+        what the proof term contains (:mod:`lean_env.rocq.term_check`)."""
+        outcome, axioms = self._assumptions(session, name, deadline)
+        if not outcome.valid:
+            return outcome
+        return self._term_check(session, name, deadline, axioms)
+
+    def _assumptions(self, session: RocqSession, name: str, deadline: float) -> tuple[_Outcome, tuple[str, ...]]:
+        """``Print Assumptions`` (skipped when the census is clean), and the
+        axioms it listed (none when skipped: a clean census means none)."""
         census_clean = self.census is not None and self.census.is_clean(session.environment)
         if census_clean and self._audit_rng.random() >= self.config.census_audit_fraction:
-            return _Outcome(Status.VALID, "ok")
+            return _Outcome(Status.VALID, "ok"), ()
         self.assumption_checks += 1
         # qualified, so that no notation or library constant of that name can stand in
         reply = session.run(f"Print Assumptions {TOPLEVEL_MODULE}.{name}.", deadline)
+        found = parse_assumptions(reply.output)
         if not reply.ok:
             outcome = _Outcome(Status.INVALID, "not_defined", self._messages(reply))
-        elif not parse_assumptions(reply.output).acceptable(self._allowed_axioms):
+        elif not found.acceptable(self._allowed_axioms):
             outcome = _Outcome(Status.INVALID, "axioms", self._messages(reply))
         else:
-            return _Outcome(Status.VALID, "ok")
+            return _Outcome(Status.VALID, "ok"), found.axioms
         if census_clean:
             log.error("the axiom census said %s needs no assumption check, but Print Assumptions "
                       "rejected it (%s); the census is switched off for this backend", name, outcome.reason)
             self.census.close()
             self.census = None
-        return outcome
+        return outcome, ()
+
+    def _term_check(self, session: RocqSession, name: str, deadline: float, axioms: tuple[str, ...]) -> _Outcome:
+        """Print the declared theorem under our own printing settings and
+        refuse the known-bug features its term contains (the words of the
+        proof text were checked already; a term built through Ltac2's unsafe
+        API has none of them)."""
+        fixpoints, vm = (c for c in BUG_CLASSES if c.name in ("fixpoints", "vm_reduction"))
+        if {fixpoints.name, vm.name} <= self._allowed_features:
+            return _Outcome(Status.VALID, "ok")
+        for setting in PRINT_SETTINGS:
+            if not session.run(setting, deadline).ok:
+                raise SessionGarbled("protocol_violation", f"{setting!r} failed")
+        reply = session.run(f"Print {TOPLEVEL_MODULE}.{name}.", deadline)
+        if not reply.ok:
+            return _Outcome(Status.INVALID, "term_unreadable", self._messages(reply))
+        found = scan_term(reply.output)
+        if found.fixpoints and fixpoints.name not in self._allowed_features:
+            unexplained = self._unexplained_fixpoints(session, reply.output, deadline)
+            found = dataclasses.replace(found, fixpoints=unexplained)
+        if found.fixpoints and fixpoints.name not in self._allowed_features:
+            return _Outcome(Status.INVALID, fixpoints.reason, (
+                f"the proof term contains {found.fixpoints} local fixpoint(s) (fix/cofix), built without "
+                f"writing them: {fixpoints.summary} ({', '.join(fixpoints.bugs)}); refused unless "
+                f"allow_bug_prone_features includes {fixpoints.name!r}",))
+        if found.vm_casts and vm.name not in self._allowed_features and reaches_primitives(axioms):
+            return _Outcome(Status.INVALID, vm.reason, (
+                f"the proof term checks {found.vm_casts} cast(s) with the VM and depends on primitive "
+                f"integers, floats or arrays: {vm.summary} ({', '.join(vm.bugs)}); refused unless "
+                f"allow_bug_prone_features includes {vm.name!r}",))
+        return _Outcome(Status.VALID, "ok")
+
+    def _unexplained_fixpoints(self, session: RocqSession, printed: str, deadline: float) -> int:
+        """How many fixpoints of the printed term are no copy of the body of a
+        library constant of their name (:func:`~lean_env.rocq.term_check.unexplained_fixpoints`);
+        the candidates come from ``Locate`` and are printed under the same settings."""
+        term = tokens(printed)
+        bodies: list[list[str]] = []
+        for name in sorted(fixpoint_names(term)):
+            if not re.fullmatch(r"[^\W\d][\w']*", name):
+                continue   # not an identifier: nothing to look up, and not sent to Coq
+            located = session.run(f"Locate {name}.", deadline)
+            for constant in located_constants(located.output) if located.ok else ():
+                shown = session.run(f"Print {constant}.", deadline)
+                body = printed_body(shown.output) if shown.ok else []
+                if body:
+                    bodies.append(body)
+        return unexplained_fixpoints(term, bodies)
 
     @contextlib.contextmanager
     def _input_blamed(self) -> Iterator[None]:
@@ -290,6 +377,11 @@ class RocqBackend(ProverBackend):
             yield
         except SessionGarbled as e:
             raise _Stop(Status.INVALID, e.reason, (str(e)[:self.config.max_message_chars],)) from e
+        except _ProofCrashed:
+            raise
+        except SessionDied as e:
+            # whose fault it is depends on whether it happens again (see _attempt)
+            raise _ProofCrashed(str(e)) from e
 
     # -- tactic-level API -------------------------------------------------
     def start_proof(self, header: str, statement: str, timeout: Optional[float] = None, *,
@@ -360,7 +452,7 @@ class RocqBackend(ProverBackend):
             if re.search(r"^No more goals", proof.goals, re.M):
                 closed = session.run("Qed.", deadline)
                 if closed.ok and closed.prompt.top_level:
-                    return self._end_proof(self._assumptions(session, name, deadline), started)
+                    return self._end_proof(self._closed(session, name, deadline), started)
             return TacticResult("goals", goals=proof.goals)
         except SessionTimeout:
             return self._end_proof(_Outcome(Status.TIMEOUT, "timeout", ("no answer before the time limit",)),
@@ -382,19 +474,43 @@ class RocqBackend(ProverBackend):
     # -- sessions ---------------------------------------------------------
     def _attempt(self, work: Callable[[RocqSession], _Outcome], started: float, load_path: LoadPath) -> Verdict:
         """Run ``work`` on a session ready with ``load_path``; a session that
-        dies or garbles our own commands is replaced and the work retried once."""
+        dies or garbles our own commands is replaced and the work retried.
+
+        A coqtop that dies while running the task's own text (out of memory,
+        say) is not at fault by itself: a long-lived session may have grown.
+        When the same work has killed :data:`CRASHES_TO_BLAME` fresh sessions
+        (no earlier check on them), the text is: ``invalid`` with reason
+        ``prover_crash``, cached like any invalid verdict, so that a proof that
+        kills the prover is not free to retry.  Any other failure, a header
+        that does not load included, stays ``system_error``."""
         error: Optional[SessionError] = None
-        for _ in range(2):
+        fresh_crashes = failures = 0
+        for _ in range(MAX_ATTEMPTS):
+            fresh = False
             try:
-                outcome = work(self._ready_session(load_path))
+                session = self._ready_session(load_path)
+                fresh = session.uses == 0
+                outcome = work(session)
             except _Stop as stop:
                 outcome = stop.outcome
             except SessionTimeout:
                 self._discard()
                 outcome = _Outcome(Status.TIMEOUT, "timeout", ("no answer before the time limit",))
+            except _ProofCrashed as e:
+                self._discard()
+                error = e
+                fresh_crashes += fresh
+                if fresh_crashes >= CRASHES_TO_BLAME:
+                    return self._verdict(_Outcome(Status.INVALID, "prover_crash", (
+                        f"coqtop died running this text in {fresh_crashes} fresh sessions: "
+                        f"{str(e)[:self.config.max_message_chars]}",)), started)
+                continue
             except SessionError as e:
                 self._discard()
                 error = e
+                failures += 1
+                if failures >= 2:
+                    break   # twice outside the task's text: the machinery's fault
                 continue
             self._recycle_if_needed()
             return self._verdict(outcome, started)

@@ -35,10 +35,12 @@ command is refused with the reason its row in that table gives
 (``banned:Unset Guard Checking``, ``banned:Fail``, ...); a capitalised
 sentence start that is no command is ``unknown_command``, unless it is a
 qualified name (``Z.order.``: a tactic of a module) or a word with an
-underscore (``Qc_unfolds``, ``Inversion_clear``: no command keyword of Rocq
-8.16 and its standard plugins has one, which
+underscore (``Qc_unfolds``, ``Inversion_clear``: a library's Ltac name).
+Command keywords with an underscore exist (CoqHammer's ``Hammer_version``);
+each is a row of the table, found before this rule applies, and
 ``tests/integration/lean_env/test_rocq_commands.py`` checks against the
-grammar).  Command words
+grammar, with every installed plugin-bearing library loaded, that every
+command keyword with an underscore has its row.  Command words
 (``Admitted``, ``Axiom``, ...) are refused anywhere in a sentence, so none
 can be smuggled inside ``ltac:(...)``; tactics that leave holes or skip
 checks (``admit``, ``give_up``, ``*_no_check``) and Ltac profiling are
@@ -82,6 +84,16 @@ BANNED_TACTICS = frozenset({
     "exact_no_check", "vm_cast_no_check", "native_cast_no_check", "change_no_check",
 })
 
+#: CoqHammer's tactics that start processes: ``hammer``, ``best``, ``sbest`` and
+#: ``hbest`` fork coqtop copies (which can outlive the tactic), ``predict`` runs a
+#: shell and a predictor on feature files it writes to ``$TMPDIR``,
+#: ``hammer_hook`` runs external provers.  Measured under coqtop with strace;
+#: the rest of the family (``sauto``, ``hauto``, ``qauto``, ``sfirstorder``,
+#: ``scrush``, ...) are plain Ltac that start nothing, and stay allowed.  Refused
+#: anywhere in a sentence (``banned:hammer``), under any header: none of these
+#: words occurs in the standard library's proofs
+PROCESS_TACTICS = frozenset({"hammer", "hammer_hook", "predict", "best", "sbest", "hbest"})
+
 #: command words that are never part of a tactic, wherever they appear
 BANNED_WORDS = frozenset({
     "Admitted", "Abort", "Qed", "Defined", "Save", "Proof", "Goal",
@@ -97,7 +109,7 @@ BANNED_WORDS = frozenset({
 #: statement can be refused with
 REJECTION_REASONS = COMMAND_REASONS | KNOWN_BUG_REASONS | frozenset(
     f"banned:{word}" for word in {*BANNED_WORDS, *BANNED_TACTICS, "ltac", "ltac2", "ltac_profiling",
-                                  "Proof_variant"})
+                                  "Proof_variant", "hammer"})
 
 #: sentences a header may contain: loading libraries and opening scopes
 _HEADER_SENTENCE = re.compile(
@@ -350,6 +362,11 @@ def _check_banned_words(sentence: Sentence, allowed: frozenset[str]) -> None:
     banned = sorted((BANNED_WORDS | BANNED_TACTICS).intersection(words))
     if banned:
         raise RocqTextError(f"banned:{banned[0]}", f"{banned[0]!r} is not allowed in {sentence.text[:80]!r}")
+    processes = sorted(PROCESS_TACTICS.intersection(words))
+    if processes:
+        raise RocqTextError("banned:hammer", f"{processes[0]!r} starts external provers and processes "
+                            "(CoqHammer's hammer, predict, hammer_hook, best, sbest and hbest are refused; "
+                            "sauto, hauto, qauto and the rest of the family are allowed)")
     if _LTAC_PROFILING.search(sentence.code):
         raise RocqTextError("banned:ltac_profiling", "Ltac profiling is not allowed")
     _check_known_bugs(sentence, allowed)
@@ -395,7 +412,7 @@ def check_tactic_sentence(sentence: Sentence, allowed: frozenset[str] = frozense
         return
     _check_banned_words(sentence, allowed)
     if body[:1].isupper():
-        # no command keyword has an underscore: ``Qc_unfolds`` is a library's Ltac
+        # a command keyword with an underscore is a row, classified above: ``Qc_unfolds`` is a library's Ltac
         if "_" in head_words(body)[0]:
             return
         raise RocqTextError("unknown_command", f"{sentence.text[:80]!r} starts with a word that is neither a "

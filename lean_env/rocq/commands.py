@@ -25,7 +25,9 @@ A sentence's command is the longest row whose keywords start it
 too (``unknown_command``), so the table only has to be right about what it
 allows.  ``tests/integration/lean_env/test_rocq_commands.py`` checks the
 table against the grammar real ``coqtop`` prints (``Print Grammar
-vernac.``), so a command of the installed Rocq cannot be left unclassified.
+vernac.``) with every plugin-bearing library installed loaded (Ltac2's
+commands are the ``Ltac2`` row, CoqHammer's each have one), so a command of
+the installed Rocq and its libraries cannot be left unclassified.
 
 Rejection reasons are ``banned:<keywords>`` (``banned:Unset Guard Checking``,
 ``banned:Drop``, ``banned:Declare ML Module``): a finite set, one per
@@ -142,6 +144,13 @@ COMMANDS: tuple[Command, ...] = tuple([
            "Identity Coercion", "Create HintDb", "Hint", "Ltac", "Ltac2", "Tactic Notation",
            "Typeclasses", "Opaque", "Transparent", "Strategy", "Arguments", "Implicit", "Generalizable",
            "Prenex Implicits", "Import Prenex Implicits"),
+    # -- commands of plugins a header may load ---------------------------------
+    # CoqHammer (``From Hammer Require Import Hammer.``): they print or change the
+    # plugin's state and write feature files; a capitalised word with an underscore
+    # is otherwise read as a library's Ltac name, so each needs its row
+    *_rows(False, "a CoqHammer command: it changes the plugin's state, writes files or runs provers",
+           "Hammer_cleanup", "Hammer_features", "Hammer_features_cached", "Hammer_objects", "Hammer_print",
+           "Hammer_transl", "Hammer_version"),
     *_rows(False, _NOTATION, "Notation", "Infix", "Reserved", "Format Notation", "String Notation",
            "Number Notation", "Open", "Close", "Delimit", "Undelimit", "Bind"),
 ])

@@ -20,7 +20,7 @@ from lean_env.sandbox import Limits
 
 #: bump whenever a change to the checks can change a verdict (part of the
 #: verdict-cache key)
-CHECKS_VERSION = "3"   # 3: known-bug classes, qualified tactics, ellipsis, Open Scope in proofs
+CHECKS_VERSION = "4"   # 4: proof-term check, plugin commands, process tactics, prover_crash; 3: known-bug classes, qualified tactics, ellipsis, Open Scope in proofs
 
 #: the module coqtop's own declarations live in
 TOPLEVEL_MODULE = "Top"

@@ -24,9 +24,15 @@ The entries a proof body *can* reach fall into two classes, one row each of
   unfixed buffer overflow on huge closures (rocq#13439).  A proof reaches the
   VM through ``vm_compute``, ``native_compute``, ``Compute`` and the cast
   ``<:``/``<<:``.  ``coqchk`` has no VM, so the audit would catch these, but
-  only for the proofs it samples.  Library tactics that use the VM on terms
-  they build themselves (``lia`` checks its certificate with a ``<:`` cast)
-  stay allowed: their terms are not the proof author's.
+  only for the proofs it samples.  Ltac2 reaches the VM as ``Std.vm``,
+  ``Std.native``, ``Std.eval_vm`` and ``Std.eval_native``, refused too.
+  Library tactics that use the VM on terms they build themselves (``lia``
+  checks its certificate with a ``<:`` cast) stay allowed: their terms are
+  not the proof author's.
+
+Words are a first, cheap pass: a proof can build a term without writing the
+words (Ltac2's ``Constr.Unsafe.make`` makes a ``fix``).  What the finished
+proof term contains is checked after ``Qed`` (:mod:`lean_env.rocq.term_check`).
 
 ``RocqConfig.allow_bug_prone_features`` names the classes a deployment
 trusts anyway (for instance a project whose proofs are full of ``fix``).
@@ -55,6 +61,8 @@ class BugClass:
     bugs: tuple[str, ...]
     #: what the bugs do, for the refusal message
     summary: str
+    #: regular expressions (on the same code) that reach the bugs
+    patterns: tuple[str, ...] = ()
 
     @property
     def reason(self) -> str:
@@ -72,10 +80,13 @@ BUG_CLASSES: tuple[BugClass, ...] = (
     ),
     BugClass(
         name="vm_reduction",
-        words=frozenset({"vm_compute", "native_compute", "Compute"}),
+        # Ltac2 reaches the VM under other names: Std.eval_vm/eval_native (reduction
+        # functions) and Std.vm/Std.native (the tactics behind its vm_compute notation)
+        words=frozenset({"vm_compute", "native_compute", "Compute", "eval_vm", "eval_native"}),
         symbols=("<:", "<<:"),
         bugs=("rocq#19402", "rocq#13439", "rocq#16891"),
         summary="Coq 8.16's bytecode VM computes some primitive-integer operations wrongly",
+        patterns=(r"(?<![\w'])Std\s*\.\s*(?:vm|native)(?![\w'])",),
     ),
 )
 
@@ -84,8 +95,8 @@ REJECTION_REASONS = frozenset(bug_class.reason for bug_class in BUG_CLASSES)
 #: the values ``allow_bug_prone_features`` accepts
 FEATURE_NAMES = tuple(bug_class.name for bug_class in BUG_CLASSES)
 
-_SYMBOLS = {bug_class.name: re.compile("|".join(re.escape(s) for s in bug_class.symbols))
-            for bug_class in BUG_CLASSES if bug_class.symbols}
+_SYMBOLS = {bug_class.name: re.compile("|".join([*(re.escape(s) for s in bug_class.symbols), *bug_class.patterns]))
+            for bug_class in BUG_CLASSES if bug_class.symbols or bug_class.patterns}
 
 
 def find_bug_prone(code: str, words: Iterable[str], allowed: frozenset[str]) -> Optional[BugClass]:
