@@ -94,11 +94,11 @@ fi
 if ! command -v coqtop >/dev/null 2>&1; then
   if [[ "${SGS_NO_APT:-0}" != 1 ]] && command -v apt-get >/dev/null 2>&1; then
     if [[ "$(id -u)" == 0 ]]; then
-      echo "[setup] installing Rocq (apt-get install coq)"
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq coq >/dev/null
+      echo "[setup] installing Rocq (apt-get install coq libcoq-hammer)"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq coq libcoq-hammer >/dev/null
     elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-      echo "[setup] installing Rocq (sudo apt-get install coq)"
-      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq coq >/dev/null
+      echo "[setup] installing Rocq (sudo apt-get install coq libcoq-hammer)"
+      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq coq libcoq-hammer >/dev/null
     fi
   fi
   if ! command -v coqtop >/dev/null 2>&1; then
@@ -106,6 +106,20 @@ if ! command -v coqtop >/dev/null 2>&1; then
     echo "        Install it with your package manager, e.g. 'sudo apt-get install coq'" >&2
     echo "        (or 'opam install coq'), then re-run." >&2
     exit 1
+  fi
+fi
+# CoqHammer: a header may load it, so the Rocq checker's tests check its commands and tactics
+# (tests/integration/lean_env/test_rocq_commands.py, tests/data/rocq_attacks.toml); installed with
+# Rocq above, and here when Rocq was there already without it.
+if [[ ! -d "$(coqc -where 2>/dev/null)/user-contrib/Hammer" ]] && [[ "${SGS_NO_APT:-0}" != 1 ]] \
+    && command -v apt-get >/dev/null 2>&1; then
+  if [[ "$(id -u)" == 0 ]]; then HAMMER_APT=(); elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then HAMMER_APT=(sudo); else HAMMER_APT=(none); fi
+  if [[ "${HAMMER_APT[0]:-}" != none ]]; then
+    echo "[setup] installing CoqHammer (apt-get install libcoq-hammer)"
+    "${HAMMER_APT[@]}" apt-get update -qq && "${HAMMER_APT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libcoq-hammer >/dev/null \
+      || echo "[setup] could not install libcoq-hammer: the Rocq tests that load CoqHammer will skip"
+  else
+    echo "[setup] note: CoqHammer is not installed; 'sudo apt-get install libcoq-hammer' adds it (the Rocq tests that load it skip)"
   fi
 fi
 # The Debian Coq libraries the tactic-level corpus replays (python -m sgs.corpus, make corpus,
