@@ -994,15 +994,6 @@ def _run_one(argv: list[str], cwd: str, env: dict[str, str], limits: Limits, dea
         confinement.release()
 
 
-def kill_process_group(pgid: int, settle: float = 5.0) -> None:
-    """SIGKILL every process in group ``pgid`` and wait, up to ``settle``
-    seconds, until none is left running (zombies waiting to be reaped count as
-    gone), so that a caller that returns has really stopped what it started:
-    a killed process only dies when the kernel next schedules it, which on a
-    loaded machine can take a while."""
-    _end_processes(pgid, None, None, settle)
-
-
 def _read_capped(f, limits: Limits) -> str:
     f.seek(0)
     return f.read(limits.max_output_bytes).decode("utf-8", "replace")

@@ -25,7 +25,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 

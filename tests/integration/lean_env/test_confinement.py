@@ -15,7 +15,6 @@ import errno
 import os
 import select
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -415,7 +414,8 @@ def test_rocq_checks_leave_no_file_and_no_process_behind(coqtop, tmp_path, monke
     monkeypatch.setattr(tempfile, "tempdir", str(scratch_root))
     me = psutil.Process()
     baseline = {q.pid for q in me.children(recursive=True)}
-    backend = RocqBackend(RocqConfig(coqtop=coqtop, axiom_census=False, timeout=60), worker="confinement")
+    backend = RocqBackend(RocqConfig(coqtop=coqtop, axiom_census=False, timeout=60, spare=False),
+                          worker="confinement")
     header = "Require Import Arith Lia."
     checks = [("Theorem t : forall n : nat, n + 0 = n.", "Proof. intros. lia. Qed.", Status.VALID, 60),
               ("Theorem t : forall n : nat, n + 1 = n.", "Proof. intros. lia. Qed.", Status.INVALID, 60),
@@ -427,10 +427,9 @@ def test_rocq_checks_leave_no_file_and_no_process_behind(coqtop, tmp_path, monke
                                           timeout)
             assert verdict.status is status, verdict
             live = [psutil.Process(q) for q in {q.pid for q in me.children(recursive=True)} - baseline]
-            # the sessions' own processes only (the one checking and the warm spare): unshare, the
-            # namespace's init and coqtop for each
+            # the session's own processes only: unshare, the namespace's init and coqtop
             names = sorted(q.name() for q in live)
-            assert set(names) <= {"unshare", "sh", "coqtop"} and names.count("coqtop") <= 2, names
+            assert set(names) <= {"unshare", "sh", "coqtop"} and names.count("coqtop") <= 1, names
     finally:
         backend.close()
     assert {q.pid for q in me.children(recursive=True)} - baseline == set()
