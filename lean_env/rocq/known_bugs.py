@@ -14,10 +14,12 @@ The entries a proof body *can* reach fall into two classes, one row each of
   ``fix``/``cofix``) accepts non-terminating fixpoints in 8.16 (rocq#20413,
   #20455, #20555, #21839; newer reports keep coming: #21682, #21683, #21701).
   ``coqchk`` shares the guard checker, so the audit does not catch them.  A
-  proof body builds a fixpoint only by writing one (the ``fix``/``cofix``
-  terms, the ``fix``/``cofix`` tactics); induction principles of the
-  libraries are already checked constants.  Refusing the two words closes
-  the class.
+  proof body writes a fixpoint with the ``fix``/``cofix`` terms and tactics,
+  refused here; induction principles of the libraries are already checked
+  constants.  It can also build one without the words (Ltac2's
+  ``Constr.Unsafe.make``, Ltac ``context`` patterns on a library's body),
+  which the check of the finished term refuses
+  (:mod:`lean_env.rocq.term_check`).
 * ``vm_reduction``: the bytecode VM (and ``native_compute``, which this
   backend runs as the VM) computes some primitive-integer operations wrongly
   in 8.16 (``addmuldiv`` with a shift of 64 or more, rocq#19402) and has an
