@@ -18,7 +18,15 @@ learns to write.  A proof is valid when all of this holds:
    ``RocqConfig.allowed_axioms``; when the axiom census
    (:mod:`lean_env.rocq.census`) has shown that nothing a proof under this
    header can reach is an axiom or unsafe, that answer is known in advance
-   and the query is skipped.
+   and the query is skipped;
+5. the theorem's term, printed by the session under the checker's own
+   printing settings, contains no local fixpoint that is not a copy of a
+   library's, and no VM cast where the proof reaches primitive integers,
+   floats or arrays, unless the config allows those features
+   (:mod:`lean_env.rocq.term_check`: text checks see words, and a term can
+   be built without them).  The proof's final ``Defined.`` is sent as
+   ``Qed.``, which checks the same term and inlines what ``abstract``
+   declared, so the printed term is everything the proof built.
 
 A task with a load path (a target traced from a Rocq project,
 :mod:`lean_env.rocq.load_path`) is checked in a coqtop started with those
@@ -38,8 +46,9 @@ unexpected.  Before every piece of work the session goes back (``BackTo``)
 to the state right after the header, so proofs never see each other.
 
 Failures of the machinery are classified: a hung check is killed and answers
-``timeout``; a dead coqtop is replaced and the check retried once before it
-answers ``system_error``.
+``timeout``; a dead coqtop is replaced and the check retried before it
+answers ``system_error``, unless it died running the task's own text on two
+fresh sessions: then the text is at fault (``invalid``, ``prover_crash``).
 """
 
 from __future__ import annotations
