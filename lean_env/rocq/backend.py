@@ -104,6 +104,9 @@ CRASHES_TO_BLAME = 2
 #: one, so blaming the text can take two more
 MAX_ATTEMPTS = 3
 
+#: most distinct fixpoint names the term check looks up in the libraries
+MAX_FIXPOINT_NAMES = 32
+
 #: fails unless the goal is a proposition (its type is exactly ``Prop``)
 PROP_CHECK = "lazymatch goal with |- ?G => let s := type of G in constr_eq s Prop end."
 
@@ -368,7 +371,10 @@ class RocqBackend(ProverBackend):
         the candidates come from ``Locate`` and are printed under the same settings."""
         term = tokens(printed)
         bodies: list[list[str]] = []
-        for name in sorted(fixpoint_names(term)):
+        names = fixpoint_names(term)
+        if len(names) > MAX_FIXPOINT_NAMES:
+            return len(names)   # no proof unfolds that many library functions: not worth a lookup each
+        for name in sorted(names):
             if not re.fullmatch(r"[^\W\d][\w']*", name):
                 continue   # not an identifier: nothing to look up, and not sent to Coq
             located = session.run(f"Locate {name}.", deadline)
