@@ -1,7 +1,7 @@
 """Target files from a Rocq (Coq) project, for ``targets.source``.
 
     python tools/trace_rocq_targets.py PROJECT_DIR --out FILE [--build-dir DIR]
-        [--held-out-fraction F] [--seed N] [--jobs N]
+        [--held-out-fraction F] [--seed N] [--jobs N] [--allow-project-axioms]
 
 Reads the project's ``_CoqProject`` (or old-style ``Make``) file, reporting
 every item it does not use (``-extra`` make rules, OCaml files, ``-arg``
@@ -18,6 +18,12 @@ digest) and ``source`` (folder, file, line).  The rules and every skip reason
 are in :mod:`sgs.state.rocq_trace` and :mod:`sgs.state.rocq_declarations`;
 the skipped declarations go to ``FILE`` with ``.skipped.jsonl`` for its
 extension, each with its reason, and the summary printed counts them.
+
+``--allow-project-axioms`` (off by default) also keeps the targets whose
+human proofs need only the project's own ``Axiom``/``Parameter`` declarations
+(a functor's parameters included, never an ``Admitted`` lemma), each with
+those names in its ``allowed_axioms``; the tool prints the
+``prover.allowed_axioms`` setting a run on them needs.
 
 ``--held-out-fraction`` (default 0.2) holds out that share of the files
 (drawn with ``--seed``): all the targets of a held-out file are held out, so
@@ -68,6 +74,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="share of the files whose targets are held out (default 0.2)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the held-out draw (default 0)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel make jobs (default 2)")
+    parser.add_argument("--allow-project-axioms", action="store_true",
+                        help="keep targets whose proofs need only the project's own Axiom/Parameter "
+                             "declarations, naming them in the target's allowed_axioms (never an Admitted lemma)")
     args = parser.parse_args(argv)
     if not 0 <= args.held_out_fraction < 1:
         raise UsageError(f"--held-out-fraction must be in [0, 1), got {args.held_out_fraction}")
@@ -86,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{project.project_file}: not used: {item}", file=sys.stderr)
         build_dir = (args.build_dir or default_build_dir(project)).expanduser().resolve()
         build(project, build_dir, jobs=args.jobs)
-        result = trace(project, build_dir, held_out_fraction=args.held_out_fraction, seed=args.seed)
+        result = trace(project, build_dir, held_out_fraction=args.held_out_fraction, seed=args.seed,
+                       allow_project_axioms=args.allow_project_axioms)
     except (UsageError, ProjectError, BuildError, RocqConfigError) as error:
         print(f"trace_rocq_targets: error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -98,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     counts = ", ".join(f"{reason}: {n}" for reason, n in result.reason_counts().most_common())
     print(f"wrote {len(result.targets)} targets ({held} held out) to {args.out}, built in {build_dir}; "
           f"skipped {len(result.skipped)}" + (f" ({counts}), listed in {skipped_path}" if counts else ""))
+    if result.allowed_axioms:
+        # the verifier allows axioms per run, not per target: this is the setting such a run needs
+        print("the targets rely on project axioms; run with prover.allowed_axioms=["
+              + ",".join(result.allowed_axioms) + "]")
     return 0
 
 

@@ -7,16 +7,30 @@ trusted library text), follows the ``Section`` and ``Module`` blocks, and
 returns every ``Theorem``/``Lemma``/``Remark``/``Fact``/``Corollary``/
 ``Proposition``/``Example`` with its proof, or the reason it cannot be a
 target.  A target is checked at the top level of coqtop's ``Top`` module
-right after its header, the file's text before the declaration, so a
-declaration is skipped when that state would misrepresent it:
+right after its header (the verifier asks ``Print Assumptions Top.<name>``,
+which inside an open section or module names nothing), so a declaration
+inside blocks gets a header that leaves no block open:
 
-* ``in a section with variables``: the theorem depends on the section's
-  ``Variable``/``Hypothesis``/``Context``/``Let``, which
-  ``Print Assumptions`` lists while the section is open;
-* ``in a section``: inside an open section the theorem is ``Top.S.name``, not
-  ``Top.name``;
-* ``in a module``, ``in a functor or module type``: the same, and a functor's
-  parameters are assumptions too;
+* in a ``Section``: the header is the file's text before the declaration,
+  then ``End S.`` for each open section (what the section defined is then
+  generalised, as in the rest of the file); the statement gets the
+  sections' ``Variable``/``Hypothesis``/``Context``/``Let`` declarations
+  as binders after its name (``Lemma l (n : nat) (H : n > 0) : ...``), so
+  the human proof starts in the context it was written in;
+* in a ``Module M`` (not a functor): ``End M.`` closes it and
+  ``Import M.`` brings its names back; the target's id is ``File.M.name``;
+* in a functor ``Module F (X : T)`` or a ``Module Type``: its opening
+  sentence is replaced by ``Declare Module X : T.`` for each parameter
+  (with its ``Import``), so the body runs at the top level; the
+  parameters' fields, and a module type's ``Parameter``/``Axiom`` fields,
+  are then axioms, which ``Print Assumptions`` lists (``needs axioms``).
+
+Such a target's header is no longer a prefix of the file, so
+:mod:`sgs.state.rocq_trace` checks its human proof with the verifier before
+keeping it.  Still skipped:
+
+* ``a section Let with parameters``, ``a section Let proved by tactics``:
+  neither has a binder form (as a hypothesis it would weaken the statement);
 * ``Program``: obligations are solved by commands, not by a proof;
 * ``attributes or a locality``: ``#[...]``, ``Local``, ``Polymorphic``, ...
   change the declaration, and a task statement starts with its keyword;
@@ -32,14 +46,16 @@ comments included; a proof that starts directly with tactics gets
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lean_env.rocq.checks import THEOREM_KEYWORDS, Sentence, split_sentences
 
 _ATTRIBUTES = re.compile(r"#\[.*?\]\s*", re.S)
 _LOCALITY = frozenset({"Local", "Global", "Polymorphic", "Monomorphic", "Cumulative", "NonCumulative", "Private"})
-_SECTION_VARIABLES = frozenset({"Variable", "Variables", "Hypothesis", "Hypotheses", "Context", "Let",
-                                "Implicit"})
+_SECTION_VARIABLES = frozenset({"Variable", "Variables", "Hypothesis", "Hypotheses", "Context", "Let"})
+#: what declares an axiom or parameter (``--allow-project-axioms``); ``Conjecture`` is a claim, not one
+_AXIOM_KEYWORDS = frozenset({"Axiom", "Axioms", "Parameter", "Parameters"})
+_IDENT = r"[^\W\d][\w']*"
 _PROOF_END = re.compile(r"(Qed|Defined|Admitted|Abort|Save)\b")
 
 
@@ -57,6 +73,18 @@ class Declaration:
     statement: str
     #: the human proof, ``Proof.`` to ``Qed.``/``Defined.``
     proof: str
+    #: the text the statement is checked after: the file before the declaration,
+    #: with the blocks around it closed or inlined (see the module docstring)
+    header: str = ""
+    #: the module, functor and module type names around it (its id's middle part)
+    path: tuple[str, ...] = ()
+    #: the blocks around it, in words (``section S, module M``); empty at the top level
+    context: str = ""
+
+    @property
+    def generalised(self) -> bool:
+        """Whether the header or the statement differ from the file's text."""
+        return bool(self.context)
 
 
 @dataclass(frozen=True)
@@ -72,10 +100,22 @@ class SkippedDeclaration:
 class _Block:
     """An open ``Section`` or ``Module`` block."""
 
-    #: ``section``, ``module``, ``functor or module type``
+    #: ``section``, ``module``, ``functor``, ``module type``
     kind: str
-    #: whether a section declared variables or hypotheses
-    has_variables: bool = False
+    name: str
+    #: the sentence that opened it
+    opener: Sentence
+    #: what replaces the opener in a header (functors and module types: their
+    #: parameters declared at the top level)
+    replacement: str = ""
+    #: a section's variables and hypotheses, each as binders
+    binders: list[str] = field(default_factory=list)
+    #: why a declaration inside cannot be stated at the top level, if it cannot
+    unsupported: str | None = None
+
+    @property
+    def inlined(self) -> bool:
+        return self.kind in ("functor", "module type")
 
 
 def find_declarations(text: str) -> tuple[list[Declaration], list[SkippedDeclaration]]:
@@ -94,7 +134,7 @@ def find_declarations(text: str) -> tuple[list[Declaration], list[SkippedDeclara
         words = _head_words(sentence)
         if not words:
             continue
-        _follow_blocks(words, sentence.code, blocks)
+        _follow_blocks(words, sentence, blocks)
         keyword, name, prefixed = _declared(words)
         if keyword is None:
             continue
@@ -108,8 +148,64 @@ def find_declarations(text: str) -> tuple[list[Declaration], list[SkippedDeclara
             skipped.append(SkippedDeclaration(name, line, reason))
         else:
             assert proof is not None
-            found.append(Declaration(keyword, name, line, sentence.start, sentence.text, proof))
+            found.append(_in_context(text, blocks, Declaration(keyword, name, line, sentence.start,
+                                                               sentence.text, proof)))
     return found, skipped
+
+
+def project_axioms(text: str) -> set[str]:
+    """The names ``text`` declares with ``Axiom``/``Parameter`` (anywhere:
+    a module type's fields are axioms once its body is inlined)."""
+    names: set[str] = set()
+    for sentence in split_sentences(text, trusted=True):
+        words = _head_words(sentence)
+        while words and (words[0] in _LOCALITY or words[0] == "#[]"):
+            words = words[1:]
+        if not words or words[0] not in _AXIOM_KEYWORDS:
+            continue
+        rest = sentence.code.split(None, 1)[1] if len(sentence.code.split(None, 1)) > 1 else ""
+        rest = rest[rest.index(words[0]) + len(words[0]):] if words[0] in rest else rest
+        # "Axiom a b : T." or "Parameters (a : A) (b : B)."
+        groups = re.findall(r"\(([^():]*):", rest) if rest.lstrip().startswith("(") else [rest.split(":")[0]]
+        for group in groups:
+            names.update(re.findall(_IDENT, group))
+    names.discard("Inline")
+    return names
+
+
+def _in_context(text: str, blocks: list[_Block], declaration: Declaration) -> Declaration:
+    """The declaration with its header (and, in sections, its statement) for
+    being checked at the top level: see the module docstring."""
+    start = declaration.start
+    if not blocks:
+        return Declaration(**{**declaration.__dict__, "header": text[:start]})
+    pieces: list[str] = []
+    position = 0
+    for block in blocks:
+        if block.inlined:
+            pieces += [text[position:block.opener.start], block.replacement]
+            position = block.opener.start + len(block.opener.text)
+    pieces.append(text[position:start])
+    closing = [f"End {block.name}." for block in reversed(blocks) if not block.inlined]
+    modules = [block.name for block in blocks if block.kind == "module"]
+    # Import restores the module's names (and its exported hints and notations) at the top level
+    imports = [f"Import {'.'.join(modules[:i + 1])}." for i in range(len(modules))]
+    header = "".join(pieces).rstrip() + "\n" + "\n".join(closing + imports) + "\n"
+    binders = " ".join(b for block in blocks for b in block.binders)
+    statement = declaration.statement
+    if binders:
+        named = re.search(rf"\b{re.escape(declaration.keyword)}\s+{re.escape(declaration.name)}(?![\w'])", statement)
+        assert named is not None, statement
+        statement = statement[:named.end()] + " " + binders + statement[named.end():]
+    proof = declaration.proof
+    if binders:
+        # the section's variables are the statement's own binders now, and
+        # "Proof using" names only section variables
+        proof = re.sub(r"\AProof\s+using\b[^.]*\.", "Proof.", proof)
+    context = ", ".join(f"{block.kind} {block.name}" for block in blocks)
+    path = tuple(block.name for block in blocks if block.kind != "section")
+    return Declaration(declaration.keyword, declaration.name, declaration.line, start, statement,
+                       proof, header, path, context)
 
 
 def _head_words(sentence: Sentence) -> list[str]:
@@ -120,21 +216,75 @@ def _head_words(sentence: Sentence) -> list[str]:
     return (["#[]"] if attributes else []) + words
 
 
-def _follow_blocks(words: list[str], code: str, blocks: list[_Block]) -> None:
+def _follow_blocks(words: list[str], sentence: Sentence, blocks: list[_Block]) -> None:
     """Open or close a ``Section``/``Module`` block for this sentence."""
-    first = words[0]
-    if first == "Section":
-        blocks.append(_Block("section"))
+    first, code = words[0], sentence.code
+    if first == "Section" and len(words) > 1:
+        blocks.append(_Block("section", words[1].rstrip("."), sentence))
     elif first == "Module" and ":=" not in code:
-        rest = words[1:]
-        if rest and rest[0] in ("Import", "Export"):
-            rest = rest[1:]
-        functor = bool(rest) and (rest[0] == "Type" or "(" in " ".join(rest[1:]).split(":")[0])
-        blocks.append(_Block("functor or module type" if functor else "module"))
+        blocks.append(_module_block(code, sentence))
     elif first == "End" and blocks:
         blocks.pop()
     elif first in _SECTION_VARIABLES and blocks and blocks[-1].kind == "section":
-        blocks[-1].has_variables = True
+        binder, why_not = _section_binder(first, code)
+        if binder is None:
+            blocks[-1].unsupported = why_not
+        else:
+            blocks[-1].binders.append(binder)
+
+
+def _module_block(code: str, sentence: Sentence) -> _Block:
+    """The block a ``Module [Import|Export] [Type] Name (X : T)... [<: S | : S].``
+    sentence opens; a functor's or module type's opener is replaced by its
+    parameters, declared at the top level."""
+    match = re.match(rf"Module\s+(?:(Import|Export)\s+)?(Type\s+)?({_IDENT})\s*(.*?)\s*\.\s*$", code, re.S)
+    if match is None:
+        return _Block("module", "?", sentence, unsupported="a module opening this tracer cannot read")
+    name, rest = match.group(3), match.group(4)
+    parameters: list[str] = []
+    while rest.startswith("("):
+        depth, end = 0, None
+        for i, char in enumerate(rest):
+            depth += (char == "(") - (char == ")")
+            if depth == 0:
+                end = i
+                break
+        if end is None:
+            return _Block("functor", name, sentence, unsupported="a functor parameter this tracer cannot read")
+        group = rest[1:end].strip()
+        rest = rest[end + 1:].lstrip()
+        importing = re.match(r"(Import|Export)\s+", group)
+        if importing:
+            group = group[importing.end():]
+        names, colon, module_type = group.partition(":")
+        if not colon or not names.split():
+            return _Block("functor", name, sentence, unsupported="a functor parameter this tracer cannot read")
+        for parameter in names.split():
+            parameters.append(f"Declare Module {parameter} : {' '.join(module_type.split())}.")
+            if importing:
+                parameters.append(f"{importing.group(1)} {parameter}.")
+    if match.group(2) or parameters:
+        kind = "module type" if match.group(2) else "functor"
+        return _Block(kind, name, sentence, replacement="\n".join(parameters))
+    return _Block("module", name, sentence)
+
+
+def _section_binder(keyword: str, code: str) -> tuple[str | None, str]:
+    """A section's ``Variable``/``Hypothesis``/``Context``/``Let`` sentence as
+    binders of a statement (``(n m : nat)``), or None and why not."""
+    rest = code.strip()[len(keyword):].strip()
+    rest = rest[:-1].strip() if rest.endswith(".") else rest
+    if keyword == "Let":
+        let = re.fullmatch(rf"({_IDENT})\s*(?::(?!=)(.*?))?:=(.*)", rest, re.S)
+        if let is None:
+            # a Let proved by tactics is a local lemma, and one with parameters a local function:
+            # neither is a binder, and as a hypothesis it would weaken the statement
+            return None, ("a section Let with parameters" if ":=" in rest else "a section Let proved by tactics")
+        typed = f" : {let.group(2).strip()}" if let.group(2) else ""
+        return f"({let.group(1)}{typed} := {let.group(3).strip()})", ""
+    if keyword == "Context" or rest[:1] in ("(", "{", "[", "`"):
+        return rest, ""
+    return f"({rest})", ""
 
 
 def _declared(words: list[str]) -> tuple[str | None, str, bool]:
@@ -198,14 +348,9 @@ def _reason_to_skip(statement: Sentence, blocks: list[_Block], prefixed: bool, p
                     ending: str) -> str | None:
     if "Program" in statement.code.split()[:3]:
         return "Program"
-    if any(block.kind == "functor or module type" for block in blocks):
-        return "in a functor or module type"
-    if any(block.kind == "module" for block in blocks):
-        return "in a module"
-    if any(block.has_variables for block in blocks):
-        return "in a section with variables"
-    if blocks:
-        return "in a section"
+    unsupported = next((block.unsupported for block in blocks if block.unsupported), None)
+    if unsupported:
+        return unsupported
     if prefixed:
         return "attributes or a locality"
     if ending == "term":

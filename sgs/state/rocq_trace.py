@@ -27,10 +27,29 @@ its header is longer than the verifier accepts, or its proof depends on an
 axiom (``needs axioms``: ``Print Assumptions`` of the compiled theorem, in a
 coqtop with the project loaded, lists one; an ``Admitted`` lemma it uses
 counts as one), since by default a valid proof may use none.
+
+A declaration inside a section, a module, a functor or a module type gets a
+header and (in a section) a statement of its own
+(:mod:`sgs.state.rocq_declarations`), no longer the file's text, so its human
+proof is checked by the verifier itself (:class:`lean_env.rocq.backend.RocqBackend`,
+with the task's load path) before it is kept: ``human proof fails at the top
+level: <reason>`` when it is not valid there, ``needs axioms: <names>`` (the
+names as ``Print Assumptions`` prints them under that header) when only the
+axioms are wrong.
+
+``allow_project_axioms`` (``--allow-project-axioms``; off by default): a
+target whose proof needs only the project's own ``Axiom``/``Parameter``
+declarations (a functor's parameters included; never a lemma the project left
+``Admitted``, nor the standard library's axioms) is kept, with those names in
+its ``allowed_axioms``, once the verifier has found its human proof valid
+with them allowed.  A run honours them through ``prover.allowed_axioms``
+(the union is printed by the tool): the verifier's allowed axioms are one
+setting per run, not per target.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections import Counter
@@ -38,12 +57,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from lean_env.rocq.backend import RocqBackend
 from lean_env.rocq.checks import RocqTextError, validate_proof, validate_statement
 from lean_env.rocq.config import RocqConfig
 from lean_env.rocq.load_path import LoadPathEntry, load_path_argv, to_json
 from lean_env.rocq.output import parse_assumptions
 from lean_env.rocq.session import RocqSession
-from sgs.state.rocq_declarations import Declaration, SkippedDeclaration, find_declarations
+from lean_env.verdict import ProofTask
+from sgs.state.rocq_declarations import Declaration, find_declarations, project_axioms
 from sgs.state.rocq_project import Project, ProjectError, source_digest
 
 #: seconds allowed to load the project's libraries and answer each query
@@ -60,7 +81,7 @@ class Candidate:
 
     @property
     def id(self) -> str:
-        return f"{self.module}.{self.declaration.name}"
+        return ".".join((self.module, *self.declaration.path, self.declaration.name))
 
 
 @dataclass(frozen=True)
@@ -82,6 +103,8 @@ class Trace:
 
     targets: list[dict]
     skipped: list[Skipped]
+    #: every name some target's ``allowed_axioms`` lists (``allow_project_axioms``)
+    allowed_axioms: tuple[str, ...] = ()
 
     def reason_counts(self) -> Counter:
         return Counter(s.reason.split(":")[0] for s in self.skipped)
@@ -94,19 +117,24 @@ def build_load_path(project: Project, build_dir: Path) -> tuple[LoadPathEntry, .
 
 
 def trace(project: Project, build_dir: Path, *, held_out_fraction: float = 0.0, seed: int = 0,
-          config: RocqConfig | None = None) -> Trace:
+          config: RocqConfig | None = None, allow_project_axioms: bool = False) -> Trace:
     """The targets of a project already built in ``build_dir``."""
     config = config or RocqConfig()
     load_path = build_load_path(project, build_dir)
     candidates: list[Candidate] = []
     skipped: list[Skipped] = []
+    own_axioms: set[str] = set()
+    admitted: set[str] = set()
     for source in project.sources:
         module = project.logical_module(source)
         try:
-            found, not_found = find_declarations((build_dir / source).read_text(encoding="utf-8"))
+            text = (build_dir / source).read_text(encoding="utf-8")
+            found, not_found = find_declarations(text)
+            own_axioms |= project_axioms(text)
         except (RocqTextError, UnicodeDecodeError) as error:
             raise ProjectError(f"{project.root / source} cannot be split into sentences: {error}") from None
         skipped += [_skip(module, source, s.name, s.line, s.reason) for s in not_found]
+        admitted |= {s.name for s in not_found if s.reason.startswith("not proved")}
         for declaration in found:
             candidate = Candidate(source, module, declaration)
             reason = _refused_by_checks(candidate, config)
@@ -114,19 +142,76 @@ def trace(project: Project, build_dir: Path, *, held_out_fraction: float = 0.0, 
                 candidates.append(candidate)
             else:
                 skipped.append(_skip(module, source, declaration.name, declaration.line, reason))
-    needs_axioms = axioms_needed(candidates, load_path, config)
+    # an Admitted lemma is never an axiom a proof may rely on, whatever its name shares
+    own_axioms -= admitted
+    plain = [c for c in candidates if not c.declaration.generalised]
+    needs_axioms = axioms_needed(plain, load_path, config)
+    # in its block's context (or, to learn the axioms' names as the verifier prints
+    # them under the header, for the axioms) the verifier checks the human proof itself
+    in_context = [c for c in candidates if c.declaration.generalised
+                  or (allow_project_axioms and c.id in needs_axioms)]
+    failures = human_proofs_checked(in_context, load_path, config)
+    allowed: dict[str, tuple[str, ...]] = {}
+    if allow_project_axioms:
+        own = {c.id: failure[1] for c in in_context if (failure := failures.get(c.id)) and failure[0] == "axioms"
+               and all(name.split(".")[-1] in own_axioms for name in failure[1])}
+        names = tuple(sorted({name for axioms in own.values() for name in axioms}))
+        rechecked = human_proofs_checked([c for c in in_context if c.id in own], load_path,
+                                         dataclasses.replace(config, allowed_axioms=(*config.allowed_axioms, *names)))
+        for candidate_id, axioms in own.items():
+            if candidate_id in rechecked:
+                failures[candidate_id] = rechecked[candidate_id]
+            else:
+                allowed[candidate_id] = axioms
+                del failures[candidate_id]
     kept = []
     for candidate in candidates:
-        axioms = needs_axioms.get(candidate.id)
-        if axioms:
-            skipped.append(_skip(candidate.module, candidate.file, candidate.declaration.name,
-                                 candidate.declaration.line, "needs axioms: " + ", ".join(axioms)))
+        declaration = candidate.declaration
+        if candidate.id in failures:
+            kind, detail = failures[candidate.id]
+            reason = ("needs axioms: " + ", ".join(detail) if kind == "axioms"
+                      else f"human proof fails at the top level: {detail[0]}")
+        elif candidate.id in needs_axioms and candidate.id not in allowed:
+            reason = "needs axioms: " + ", ".join(needs_axioms[candidate.id])
         else:
             kept.append(candidate)
+            continue
+        skipped.append(Skipped(candidate.id, candidate.file, declaration.line, reason))
     held_out = held_out_files(sorted({c.file for c in kept}), held_out_fraction, seed)
     project_record = {"dir": str(build_dir.resolve()), "digest": source_digest(build_dir)}
-    targets = [_target(c, build_dir, project, load_path, project_record, c.file in held_out) for c in kept]
-    return Trace(targets, skipped)
+    targets = [_target(c, project, load_path, project_record, c.file in held_out, allowed.get(c.id))
+               for c in kept]
+    return Trace(targets, skipped, tuple(sorted({n for c in kept for n in allowed.get(c.id, ())})))
+
+
+def human_proofs_checked(candidates: Iterable[Candidate], load_path: tuple[LoadPathEntry, ...],
+                         config: RocqConfig) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The verifier's verdict on each candidate's own human proof, under the
+    candidate's header and statement: for each one that is not valid,
+    ``("axioms", names)`` when only its axioms are refused, else
+    ``("invalid", (reason,))``.  One backend, the candidates in file order, so
+    its session moves forward between headers that share a prefix."""
+    candidates = list(candidates)
+    if not candidates:
+        return {}
+    # no census (its coqchk runs take minutes): Print Assumptions after every proof instead
+    config = dataclasses.replace(config, spare=False, axiom_census=False)
+    failures: dict[str, tuple[str, tuple[str, ...]]] = {}
+    with RocqBackend(config) as backend:
+        for candidate in candidates:
+            declaration = candidate.declaration
+            task = ProofTask(candidate.id, declaration.header, declaration.statement, declaration.proof,
+                             tuple(tuple(entry) for entry in to_json(load_path)))
+            verdict = backend.check_proof(task, QUERY_TIMEOUT_S)
+            if verdict.valid:
+                continue
+            assumptions = parse_assumptions(verdict.messages[0]) if verdict.reason == "axioms" else None
+            if assumptions is not None and assumptions.axioms and not assumptions.other:
+                failures[candidate.id] = ("axioms", assumptions.axioms)
+            else:
+                message = " ".join(" ".join(verdict.messages).split())[:160]
+                failures[candidate.id] = ("invalid", (f"{verdict.reason}: {message}" if message else verdict.reason,))
+    return failures
 
 
 def _skip(module: str, file: str, name: str, line: int, reason: str) -> Skipped:
@@ -137,8 +222,9 @@ def _refused_by_checks(candidate: Candidate, config: RocqConfig) -> str | None:
     """Why the verifier would refuse this target's own proof before running
     it (its text checks, its header length), or None."""
     declaration = candidate.declaration
-    if declaration.start > config.max_project_header_chars:
-        return f"header too long: {declaration.start} characters (at most {config.max_project_header_chars})"
+    if len(declaration.header) > config.max_project_header_chars:
+        return (f"header too long: {len(declaration.header)} characters "
+                f"(at most {config.max_project_header_chars})")
     allowed = frozenset(config.allow_bug_prone_features)
     try:
         validate_statement(declaration.statement, max_chars=config.max_statement_chars, allowed=allowed)
@@ -190,13 +276,12 @@ def held_out_files(files: list[str], fraction: float, seed: int) -> set[str]:
     return set(random.Random(seed).sample(sorted(files), count))
 
 
-def _target(candidate: Candidate, build_dir: Path, project: Project, load_path: tuple[LoadPathEntry, ...],
-            project_record: dict, held_out: bool) -> dict:
+def _target(candidate: Candidate, project: Project, load_path: tuple[LoadPathEntry, ...],
+            project_record: dict, held_out: bool, allowed_axioms: tuple[str, ...] | None) -> dict:
     declaration = candidate.declaration
-    text = (build_dir / candidate.file).read_text(encoding="utf-8")
-    return {
+    row = {
         "id": candidate.id,
-        "header": text[:declaration.start],
+        "header": declaration.header,
         "statement": declaration.statement,
         "proof": declaration.proof,
         "held_out": held_out,
@@ -204,3 +289,9 @@ def _target(candidate: Candidate, build_dir: Path, project: Project, load_path: 
         "project": project_record,
         "source": {"project": str(project.root), "file": candidate.file, "line": declaration.line},
     }
+    if declaration.generalised:
+        # where it stands in its file (the header closes or inlines these blocks)
+        row["context"] = declaration.context
+    if allowed_axioms:
+        row["allowed_axioms"] = list(allowed_axioms)
+    return row
