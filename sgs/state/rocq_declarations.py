@@ -80,6 +80,10 @@ class Declaration:
     path: tuple[str, ...] = ()
     #: the blocks around it, in words (``section S, module M``); empty at the top level
     context: str = ""
+    #: in a section: the statements over more of the sections' variables, in
+    #: order, for when the one over the variables it names (``statement``)
+    #: does not hold the human proof (the last: over all of them)
+    alternatives: tuple[str, ...] = ()
 
     @property
     def generalised(self) -> bool:
@@ -96,6 +100,28 @@ class SkippedDeclaration:
     reason: str
 
 
+@dataclass(frozen=True)
+class _Binder:
+    """One binder group made of a section variable declaration: ``(n p : nat)``."""
+
+    #: the names it binds
+    names: tuple[str, ...]
+    #: its type (or a Let's ``: T := body``), whose words a kept binder needs in scope
+    type: str
+    #: ``(`` or ``{``; empty for a ``Context`` binder list kept whole
+    bracket: str = "("
+    #: a ``Let``: ``(x : T := body)``
+    let: bool = False
+
+    def text(self, names: tuple[str, ...] | None = None) -> str:
+        names = self.names if names is None else names
+        if not self.bracket:
+            return self.type
+        close = {"(": ")", "{": "}", "[": "]"}[self.bracket]
+        separator = " " if self.let else " : "
+        return f"{self.bracket}{' '.join(names)}{separator}{self.type}{close}"
+
+
 @dataclass
 class _Block:
     """An open ``Section`` or ``Module`` block."""
@@ -108,8 +134,10 @@ class _Block:
     #: what replaces the opener in a header (functors and module types: their
     #: parameters declared at the top level)
     replacement: str = ""
-    #: a section's variables and hypotheses, each as binders
-    binders: list[str] = field(default_factory=list)
+    #: a section's variables and hypotheses, as binder groups
+    binders: list[_Binder] = field(default_factory=list)
+    #: a section's ``Implicit Types``: name to type (they end with the section)
+    implicit_types: dict[str, str] = field(default_factory=dict)
     #: why a declaration inside cannot be stated at the top level, if it cannot
     unsupported: str | None = None
 
@@ -191,21 +219,66 @@ def _in_context(text: str, blocks: list[_Block], declaration: Declaration) -> De
     # Import restores the module's names (and its exported hints and notations) at the top level
     imports = [f"Import {'.'.join(modules[:i + 1])}." for i in range(len(modules))]
     header = "".join(pieces).rstrip() + "\n" + "\n".join(closing + imports) + "\n"
-    binders = " ".join(b for block in blocks for b in block.binders)
+    groups = [binder for block in blocks for binder in block.binders]
+    implicit = {name: typ for block in blocks for name, typ in block.implicit_types.items()}
+    proof = declaration.proof
+    if groups:
+        # the section's variables are the statement's own binders now, and
+        # "Proof using" names only section variables
+        proof = re.sub(r"\AProof\s+using\b[^.]*\.", "Proof.", proof)
+    choices = _binder_choices(groups, declaration.statement + " " + declaration.proof)
+    statements = tuple(dict.fromkeys(_bound(declaration, binders, implicit) for binders in choices))
+    context = ", ".join(f"{block.kind} {block.name}" for block in blocks)
+    path = tuple(block.name for block in blocks if block.kind != "section")
+    return Declaration(declaration.keyword, declaration.name, declaration.line, start, statements[0],
+                       proof, header, path, context, statements[1:])
+
+
+def _bound(declaration: Declaration, binders: str, implicit: dict[str, str]) -> str:
+    """The statement with ``binders`` after its name and the sections'
+    implicit types written out."""
     statement = declaration.statement
     if binders:
         named = re.search(rf"\b{re.escape(declaration.keyword)}\s+{re.escape(declaration.name)}(?![\w'])", statement)
         assert named is not None, statement
         statement = statement[:named.end()] + " " + binders + statement[named.end():]
-    proof = declaration.proof
-    if binders:
-        # the section's variables are the statement's own binders now, and
-        # "Proof using" names only section variables
-        proof = re.sub(r"\AProof\s+using\b[^.]*\.", "Proof.", proof)
-    context = ", ".join(f"{block.kind} {block.name}" for block in blocks)
-    path = tuple(block.name for block in blocks if block.kind != "section")
-    return Declaration(declaration.keyword, declaration.name, declaration.line, start, statement,
-                       proof, header, path, context)
+    return _typed_binders(statement, implicit) if implicit else statement
+
+
+def _binder_choices(groups: list[_Binder], text: str) -> list[str]:
+    """The binders to try, in order: the section variables ``text`` (the
+    statement and the proof) names, with those their types name; then also
+    every hypothesis about only those (``auto`` uses a hypothesis without
+    naming it); then all of them.  Coq itself generalises over what the proof
+    *term* uses, which the text alone cannot tell: the tracer keeps the first
+    choice that holds the human proof."""
+    variables = {name for group in groups for name in group.names}
+    kept: dict[int, tuple[str, ...]] = {}
+
+    def close(used: set[str]) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for i, group in enumerate(groups):
+                names = group.names if not group.bracket else tuple(n for n in group.names if n in used)
+                if names and names != kept.get(i):
+                    kept[i] = names
+                    used |= set(re.findall(_IDENT, group.type))
+                    changed = True
+
+    def binders() -> str:
+        return " ".join(group.text(kept[i]) for i, group in enumerate(groups) if i in kept)
+
+    used = set(re.findall(_IDENT, text))
+    close(used)
+    choices = [binders()]
+    named = {name for names in kept.values() for name in names}
+    about = [group for group in groups
+             if (mentioned := set(re.findall(_IDENT, group.type)) & variables) and mentioned <= named]
+    close(used | {name for group in about for name in group.names})
+    choices.append(binders())
+    choices.append(" ".join(group.text() for group in groups))
+    return choices
 
 
 def _head_words(sentence: Sentence) -> list[str]:
@@ -225,12 +298,15 @@ def _follow_blocks(words: list[str], sentence: Sentence, blocks: list[_Block]) -
         blocks.append(_module_block(code, sentence))
     elif first == "End" and blocks:
         blocks.pop()
+    elif first == "Implicit" and len(words) > 1 and words[1] in ("Type", "Types") and blocks \
+            and blocks[-1].kind == "section":
+        blocks[-1].implicit_types.update(_implicit_types(code))
     elif first in _SECTION_VARIABLES and blocks and blocks[-1].kind == "section":
-        binder, why_not = _section_binder(first, code)
-        if binder is None:
+        binders, why_not = _section_binders(first, code)
+        if binders is None:
             blocks[-1].unsupported = why_not
         else:
-            blocks[-1].binders.append(binder)
+            blocks[-1].binders += binders
 
 
 def _module_block(code: str, sentence: Sentence) -> _Block:
@@ -269,9 +345,72 @@ def _module_block(code: str, sentence: Sentence) -> _Block:
     return _Block("module", name, sentence)
 
 
-def _section_binder(keyword: str, code: str) -> tuple[str | None, str]:
+def _implicit_types(code: str) -> dict[str, str]:
+    """``Implicit Types x y : T.`` (or ``(x : T) (v : A)``) as names to types."""
+    rest = re.sub(r"\AImplicit\s+Types?\s+", "", code.strip()).rstrip(". \n")
+    groups = re.findall(r"\(([^()]*)\)", rest) if rest.startswith("(") else [rest]
+    found: dict[str, str] = {}
+    for group in groups:
+        names, colon, typ = group.partition(":")
+        if colon:
+            found.update({name: " ".join(typ.split()) for name in names.split()})
+    return found
+
+
+def _typed_binders(statement: str, implicit: dict[str, str]) -> str:
+    """The statement with each bare binder that a section's ``Implicit
+    Types`` gave a type (``forall x v,`` and the binders before the colon;
+    ``x``, ``x1``, ``x'`` for ``x``) written with that type, since the
+    section, and with it that declaration, is closed in the header."""
+    def typed(names: str) -> str:
+        out = []
+        for token in re.split(r"(\s+)", names):
+            base = re.fullmatch(rf"({_IDENT}?)[0-9']*", token)
+            stem = base.group(1).rstrip("0123456789'") if base else ""
+            name = token if token in implicit else stem if stem in implicit else None
+            out.append(f"({token} : {implicit[name]})" if name and token and not token.isspace() else token)
+        return "".join(out)
+
+    # forall/exists binders up to their comma: the bare names among them, outside brackets
+    out, position = [], 0
+    for match in re.finditer(r"\b(?:forall|exists)\s", statement):
+        if match.start() < position:
+            continue
+        depth, end = 0, None
+        for i in range(match.end(), len(statement)):
+            char = statement[i]
+            depth += (char in "([{") - (char in ")]}")
+            if depth < 0 or (depth == 0 and char == ","):
+                end = i if char == "," else None
+                break
+        if end is None:
+            continue
+        binders = statement[match.end():end]
+        pieces = re.split(r"(\([^()]*\)|\{[^{}]*\})", binders)
+        out += [statement[position:match.end()],
+                "".join(piece if piece.startswith(("(", "{")) else typed(piece) for piece in pieces)]
+        position = end
+    out.append(statement[position:])
+    statement = "".join(out)
+    # the statement's own binders before its colon
+    named = re.match(rf"\s*{_IDENT}\s+{_IDENT}", statement)
+    depth, colon = 0, None
+    for i in range(named.end() if named else len(statement), len(statement)):
+        char = statement[i]
+        depth += (char in "([{") - (char in ")]}")
+        if depth == 0 and char == ":" and statement[i + 1:i + 2] != "=":
+            colon = i
+            break
+    if named and colon is not None:
+        pieces = re.split(r"(\([^()]*\)|\{[^{}]*\})", statement[named.end():colon])
+        statement = statement[:named.end()] + "".join(p if p.startswith(("(", "{")) else typed(p) for p in pieces) \
+            + statement[colon:]
+    return statement
+
+
+def _section_binders(keyword: str, code: str) -> tuple[list[_Binder] | None, str]:
     """A section's ``Variable``/``Hypothesis``/``Context``/``Let`` sentence as
-    binders of a statement (``(n m : nat)``), or None and why not."""
+    binder groups of a statement (``(n m : nat)``), or None and why not."""
     rest = code.strip()[len(keyword):].strip()
     rest = rest[:-1].strip() if rest.endswith(".") else rest
     if keyword == "Let":
@@ -280,11 +419,19 @@ def _section_binder(keyword: str, code: str) -> tuple[str | None, str]:
             # a Let proved by tactics is a local lemma, and one with parameters a local function:
             # neither is a binder, and as a hypothesis it would weaken the statement
             return None, ("a section Let with parameters" if ":=" in rest else "a section Let proved by tactics")
-        typed = f" : {let.group(2).strip()}" if let.group(2) else ""
-        return f"({let.group(1)}{typed} := {let.group(3).strip()})", ""
-    if keyword == "Context" or rest[:1] in ("(", "{", "[", "`"):
-        return rest, ""
-    return f"({rest})", ""
+        typed = f": {' '.join(let.group(2).split())} " if let.group(2) else ""
+        return [_Binder((let.group(1),), f"{typed}:= {' '.join(let.group(3).split())}", let=True)], ""
+    if keyword == "Context" or rest[:1] in ("[", "`"):
+        return [_Binder(tuple(re.findall(_IDENT, rest.split(":")[0])), " ".join(rest.split()), bracket="")], ""
+    if rest[:1] not in ("(", "{"):
+        rest = f"({rest})"
+    groups = []
+    for bracket, inside in re.findall(r"([({])([^(){}]*(?:\([^()]*\)[^(){}]*)*)[)}]", rest):
+        names, colon, typ = inside.partition(":")
+        if not colon or not names.split():
+            return [_Binder(tuple(re.findall(_IDENT, rest)), " ".join(rest.split()), bracket="")], ""
+        groups.append(_Binder(tuple(names.split()), " ".join(typ.split()), bracket))
+    return groups, ""
 
 
 def _declared(words: list[str]) -> tuple[str | None, str, bool]:

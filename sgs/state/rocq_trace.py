@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -150,11 +151,17 @@ def trace(project: Project, build_dir: Path, *, held_out_fraction: float = 0.0, 
     # them under the header, for the axioms) the verifier checks the human proof itself
     in_context = [c for c in candidates if c.declaration.generalised
                   or (allow_project_axioms and c.id in needs_axioms)]
-    failures = human_proofs_checked(in_context, load_path, config)
+    chosen: dict[str, str] = {}
+    failures = human_proofs_checked(in_context, load_path, config, chosen)
+    in_context = [Candidate(c.file, c.module, dataclasses.replace(c.declaration, statement=chosen[c.id],
+                                                                 alternatives=()))
+                  for c in in_context]
+    candidates = [next((d for d in in_context if d.id == c.id), c) for c in candidates]
     allowed: dict[str, tuple[str, ...]] = {}
     if allow_project_axioms:
+        roots = tuple(f"{item.name}." for item in project.load_path)
         own = {c.id: failure[1] for c in in_context if (failure := failures.get(c.id)) and failure[0] == "axioms"
-               and all(name.split(".")[-1] in own_axioms for name in failure[1])}
+               and all(_own_axiom(path, c.declaration.header, own_axioms, roots) for path in failure[2])}
         names = tuple(sorted({name for axioms in own.values() for name in axioms}))
         rechecked = human_proofs_checked([c for c in in_context if c.id in own], load_path,
                                          dataclasses.replace(config, allowed_axioms=(*config.allowed_axioms, *names)))
@@ -168,7 +175,7 @@ def trace(project: Project, build_dir: Path, *, held_out_fraction: float = 0.0, 
     for candidate in candidates:
         declaration = candidate.declaration
         if candidate.id in failures:
-            kind, detail = failures[candidate.id]
+            kind, detail, _ = failures[candidate.id]
             reason = ("needs axioms: " + ", ".join(detail) if kind == "axioms"
                       else f"human proof fails at the top level: {detail[0]}")
         elif candidate.id in needs_axioms and candidate.id not in allowed:
@@ -185,33 +192,69 @@ def trace(project: Project, build_dir: Path, *, held_out_fraction: float = 0.0, 
 
 
 def human_proofs_checked(candidates: Iterable[Candidate], load_path: tuple[LoadPathEntry, ...],
-                         config: RocqConfig) -> dict[str, tuple[str, tuple[str, ...]]]:
+                         config: RocqConfig, chosen: dict[str, str] | None = None,
+                         ) -> dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]:
     """The verifier's verdict on each candidate's own human proof, under the
     candidate's header and statement: for each one that is not valid,
-    ``("axioms", names)`` when only its axioms are refused, else
-    ``("invalid", (reason,))``.  One backend, the candidates in file order, so
+    ``("axioms", names, paths)`` when only its axioms are refused (the names
+    as printed, and the full path of each as ``Locate`` finds it under that
+    header), else ``("invalid", (reason,), ())``.  A candidate in a section
+    is tried with its statement and then its alternatives (over more of the
+    section's variables); ``chosen`` receives the statement each one ends on.  One backend, the candidates in file order, so
     its session moves forward between headers that share a prefix."""
     candidates = list(candidates)
     if not candidates:
         return {}
     # no census (its coqchk runs take minutes): Print Assumptions after every proof instead
     config = dataclasses.replace(config, spare=False, axiom_census=False)
-    failures: dict[str, tuple[str, tuple[str, ...]]] = {}
+    chosen = {} if chosen is None else chosen
+    failures: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
     with RocqBackend(config) as backend:
         for candidate in candidates:
             declaration = candidate.declaration
-            task = ProofTask(candidate.id, declaration.header, declaration.statement, declaration.proof,
-                             tuple(tuple(entry) for entry in to_json(load_path)))
-            verdict = backend.check_proof(task, QUERY_TIMEOUT_S)
+            for statement in (declaration.statement, *declaration.alternatives):
+                task = ProofTask(candidate.id, declaration.header, statement, declaration.proof,
+                                 tuple(tuple(entry) for entry in to_json(load_path)))
+                verdict = backend.check_proof(task, QUERY_TIMEOUT_S)
+                # the first statement the proof holds (or whose only fault is axioms: more
+                # variables would not remove those) is the one the target keeps
+                if verdict.valid or verdict.reason == "axioms":
+                    break
+            chosen[candidate.id] = statement
             if verdict.valid:
                 continue
             assumptions = parse_assumptions(verdict.messages[0]) if verdict.reason == "axioms" else None
             if assumptions is not None and assumptions.axioms and not assumptions.other:
-                failures[candidate.id] = ("axioms", assumptions.axioms)
+                paths = tuple(_locate(backend, name) for name in assumptions.axioms)
+                failures[candidate.id] = ("axioms", assumptions.axioms, paths)
             else:
                 message = " ".join(" ".join(verdict.messages).split())[:160]
-                failures[candidate.id] = ("invalid", (f"{verdict.reason}: {message}" if message else verdict.reason,))
+                failures[candidate.id] = ("invalid", (f"{verdict.reason}: {message}" if message else verdict.reason,), ())
     return failures
+
+
+def _locate(backend: RocqBackend, name: str) -> str:
+    """The full path of the constant ``name`` prints as, in the backend's
+    session (still under the header of the proof it just checked): a short
+    name alone cannot tell a project's axiom from a library's of the same
+    name.  Empty when Coq names none."""
+    session = backend._session   # a read-only query in the verifier's own session, after its check
+    if session is None or not re.fullmatch(r"[\w.']+", name):
+        return ""
+    reply = session.run(f"Locate {name}.", time.monotonic() + QUERY_TIMEOUT_S)
+    found = re.search(r"^Constant\s+([\w.']+)", reply.output, re.M)
+    return found.group(1) if found else ""
+
+
+def _own_axiom(path: str, header: str, own_axioms: set[str], roots: tuple[str, ...]) -> bool:
+    """Whether the axiom at ``path`` is the project's own: a field of a
+    functor parameter the header declares (``Top.X.t`` after ``Declare Module
+    X``), or an ``Axiom``/``Parameter`` of the project (in a project file,
+    ``Root.File.name``, or in the header itself, ``Top.name``)."""
+    parts = path.split(".")
+    if len(parts) >= 3 and parts[0] == "Top" and re.search(rf"^Declare Module {re.escape(parts[1])} :", header, re.M):
+        return True
+    return parts[-1] in own_axioms and (path.startswith(roots) or len(parts) == 2 and parts[0] == "Top")
 
 
 def _skip(module: str, file: str, name: str, line: int, reason: str) -> Skipped:

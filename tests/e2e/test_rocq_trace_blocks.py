@@ -104,18 +104,21 @@ def test_headers_and_statements_of_declarations_in_blocks():
     assert skipped[0].reason == "a section Let proved by tactics"
 
     uses_h = by_name["uses_h"]
-    assert uses_h.statement == "Lemma uses_h (n : nat) (m : nat) (k : nat) (H : n = m) : m = n."
+    # first the variables it names; then with the hypotheses about them (auto uses H unnamed); then all
+    assert (uses_h.statement, *uses_h.alternatives) == (
+        "Lemma uses_h (n : nat) (m : nat) : m = n.", "Lemma uses_h (n : nat) (m : nat) (H : n = m) : m = n.",
+        "Lemma uses_h (n : nat) (m : nat) (k : nat) (H : n = m) : m = n.")
     assert uses_h.header.endswith("Hint Resolve H : core.\nEnd WithVariables.\n")
     assert BLOCKS.startswith(uses_h.header[:-len("\nEnd WithVariables.\n")])
     assert (uses_h.path, uses_h.context, uses_h.generalised) == ((), "section WithVariables", True)
 
-    nested = by_name["nested"]
-    assert nested.statement.startswith("Lemma nested (n : nat) (m : nat) (k : nat) (H : n = m) (Hk : k = 0) : ")
+    nested = by_name["nested"]   # "Proof using H Hk" names them, and their types name n, m, k
+    assert nested.statement == "Lemma nested (n : nat) (m : nat) (k : nat) (H : n = m) (Hk : k = 0) : k + n = m."
+    assert nested.alternatives == ()
     assert nested.header.endswith("\nEnd Inner.\nEnd WithVariables.\n")
     assert nested.proof.startswith("Proof. rewrite Hk.")   # "Proof using" named section variables only
 
-    assert by_name["limit_pos"].statement == (
-        "Lemma limit_pos (n : nat) (m : nat) (k : nat) (H : n = m) (limit := 3) : 0 < limit.")
+    assert by_name["limit_pos"].statement == "Lemma limit_pos (limit := 3) : 0 < limit."
     assert by_name["three_eq"].header.endswith("\nEnd N.\nEnd M.\nImport M.\nImport M.N.\n")
     assert by_name["three_eq"].path == ("M", "N")
 
@@ -148,7 +151,10 @@ def test_blocks_are_traced_with_their_reasons(traced):
     assert reasons["Blocks.Blocks.shifted_m"].startswith("human proof fails at the top level: ")
     assert reasons["Blocks.Blocks.after_proved_let"] == "a section Let proved by tactics"
     assert all("allowed_axioms" not in t for t in default.targets) and default.allowed_axioms == ()
-    assert {t["id"]: t.get("context") for t in default.targets}["Blocks.Blocks.uses_h"] == "section WithVariables"
+    by_id = {t["id"]: t for t in default.targets}
+    assert by_id["Blocks.Blocks.uses_h"]["context"] == "section WithVariables"
+    # the first statement that holds the human proof is kept: with the hypothesis auto uses, not k
+    assert by_id["Blocks.Blocks.uses_h"]["statement"] == "Lemma uses_h (n : nat) (m : nat) (H : n = m) : m = n."
 
     # the project's own axioms, when allowed: the functor's parameter's and the module type's
     extra = {t["id"]: t["allowed_axioms"] for t in allowing.targets if "allowed_axioms" in t}
