@@ -104,6 +104,8 @@ CRASHES_TO_BLAME = 2
 #: one, so blaming the text can take two more
 MAX_ATTEMPTS = 3
 
+#: a final ``Defined.`` (comments blanked)
+_DEFINED = re.compile(r"Defined\s*\.")
 #: most distinct fixpoint names the term check looks up in the libraries
 MAX_FIXPOINT_NAMES = 32
 
@@ -272,10 +274,12 @@ class RocqBackend(ProverBackend):
         with self._input_blamed():
             self._open(session, statement, deadline)
             for i, sentence in enumerate(body):
-                # the last sentence is Qed. or Defined. (validate_proof): sent as Qed., which
-                # checks the same term and inlines what abstract declared, so that the term
-                # check sees all of it (the theorem is discarded after the check either way)
-                reply = session.run("Qed." if i == len(body) - 1 else sentence.text, deadline)
+                # a final Defined. is sent as Qed., which checks the same term and inlines what
+                # abstract declared, so that the term check sees all of it (the theorem is
+                # discarded after the check either way); anything else goes as written
+                last = i == len(body) - 1
+                reply = session.run("Qed." if last and _DEFINED.fullmatch(sentence.code) else sentence.text,
+                                    deadline)
                 if not reply.ok:
                     raise _Stop(Status.INVALID, "prover_error", self._messages(reply))
                 expected = () if i == len(body) - 1 else (statement.name,)
