@@ -32,11 +32,23 @@ TOOL = REPO / "tools" / "trace_rocq_targets.py"
 
 #: per project: targets traced, and the declarations skipped per reason (docs/rocq_projects.md)
 EXPECTED = {
-    "search-trees": (21, {"in a section with variables": 25, "proof refused": 3}),
-    "group-theory": (48, {"in a section with variables": 30, "needs axioms": 16, "proof given as a term": 2}),
-    "constructive-geometry": (3, {"needs axioms": 90, "in a section with variables": 2}),
-    "propcalc": (0, {"in a functor or module type": 66}),
-    "generic-environments": (0, {"in a functor or module type": 269}),
+    "search-trees": (33, {"human proof fails at the top level": 13, "proof refused": 3}),
+    "group-theory": (48, {"needs axioms": 24, "human proof fails at the top level": 12,
+                          "a section Let proved by tactics": 10, "proof given as a term": 2}),
+    "constructive-geometry": (3, {"needs axioms": 91, "a section Let proved by tactics": 1}),
+    "propcalc": (3, {"needs axioms": 57, "proof refused": 5, "human proof fails at the top level": 1}),
+    "generic-environments": (1, {"needs axioms": 244, "proof given as a term": 12,
+                                 "human proof fails at the top level": 10, "proof refused": 2}),
+}
+#: the same with --allow-project-axioms
+EXPECTED_WITH_PROJECT_AXIOMS = {
+    "search-trees": EXPECTED["search-trees"],
+    "group-theory": (70, {"human proof fails at the top level": 12, "a section Let proved by tactics": 10,
+                          "proof given as a term": 2, "needs axioms": 2}),
+    "constructive-geometry": (94, {"a section Let proved by tactics": 1}),
+    "propcalc": (54, {"human proof fails at the top level": 7, "proof refused": 5}),
+    "generic-environments": (239, {"human proof fails at the top level": 16, "proof given as a term": 12,
+                                   "proof refused": 2}),
 }
 
 
@@ -50,8 +62,8 @@ def run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=REPO, env=environment, capture_output=True, text=True, timeout=timeout)
 
 
-def trace(project: Path, out: Path, build_dir: Path) -> subprocess.CompletedProcess:
-    return run([sys.executable, str(TOOL), str(project), "--out", str(out), "--build-dir", str(build_dir)])
+def trace(project: Path, out: Path, build_dir: Path, *options: str) -> subprocess.CompletedProcess:
+    return run([sys.executable, str(TOOL), str(project), "--out", str(out), "--build-dir", str(build_dir), *options])
 
 
 def rows(path: Path) -> list[dict]:
@@ -74,11 +86,11 @@ def reason_counts(skipped: list[dict]) -> dict[str, int]:
 WRONG_PROOFS = ("Proof.\nidtac.\nQed.", "Proof.\nAdmitted.")
 
 
-def check_both_ways(targets: list[dict]) -> list[str]:
+def check_both_ways(targets: list[dict], allowed_axioms: tuple[str, ...] = ()) -> list[str]:
     """Each target with its own human proof (must be valid) and with the wrong
     proofs (must be invalid); the failures, in words."""
     failures = []
-    with RocqBackend(RocqConfig(spare=False)) as backend:
+    with RocqBackend(RocqConfig(spare=False, allowed_axioms=allowed_axioms)) as backend:
         for row in targets:
             verdict = backend.check_proof(task(row, row["proof"]), 120)
             if verdict.status is not Status.VALID:
@@ -117,9 +129,17 @@ def test_search_trees_is_traced_with_its_counts(search_trees):
                                 "line": insert["source"]["line"]}
     for target in targets:
         text = (PROJECTS / "search-trees" / target["source"]["file"]).read_text(encoding="utf-8")
-        # the header is exactly the file before the declaration: nothing of it or after it
-        assert text.startswith(target["header"]) and text[len(target["header"]):].startswith(target["statement"])
-        assert target["proof"] not in target["header"]
+        if "context" in target:
+            # in a section: the file before the declaration, then the section closed
+            assert target["context"].startswith("section ") and target["header"].endswith("End " + target["context"][8:] + ".\n")
+            before = target["header"][:target["header"].rindex("\nEnd ")]
+            # ... up to the declaration's own line (its proof may be the same text as an earlier one's)
+            keyword, name = target["statement"].split()[0], target["id"].rsplit(".", 1)[1]
+            assert text.startswith(before) and text[len(before):].lstrip().startswith(f"{keyword} {name}")
+        else:
+            # the header is exactly the file before the declaration: nothing of it or after it
+            assert text.startswith(target["header"]) and text[len(target["header"]):].startswith(target["statement"])
+            assert target["proof"] not in target["header"]
     # held out by file: every file's targets are all held out or none are
     held = {}
     for target in targets:
@@ -235,11 +255,14 @@ def test_declarations_and_their_skip_reasons():
         "Theorem j : True.\nProof.\n Lemma inner : True. Proof. exact I. Qed.\n exact inner.\nQed.\n")
     assert [(d.name, d.line, d.proof) for d in found] == [
         ("a", 1, "Proof. exact I. Qed."), ("b", 3, "Proof.\nexact I.\nDefined."),
+        ("d", 9, "Proof. reflexivity. Qed."), ("e", 13, "Proof. exact I. Qed."), ("f", 17, "Proof. exact I. Qed."),
         ("i", 25, "Proof. reflexivity. Qed."),
         ("j", 27, "Proof.\n Lemma inner : True. Proof. exact I. Qed.\n exact inner.\nQed.")]
+    # in blocks: checked at the top level (tests/e2e/test_rocq_trace_blocks.py has the details)
+    assert [(d.name, d.context) for d in found if d.generalised] == [
+        ("d", "section S"), ("e", "module M"), ("f", "module type T")]
     assert [(s.name, s.reason) for s in skipped] == [
-        ("c", "proof given as a term"), ("d", "in a section with variables"), ("e", "in a module"),
-        ("f", "in a functor or module type"), ("g", "not proved (Admitted)"), ("h", "attributes or a locality")]
+        ("c", "proof given as a term"), ("g", "not proved (Admitted)"), ("h", "attributes or a locality")]
 
 
 @pytest.mark.parametrize("value, message", [
@@ -304,15 +327,29 @@ def test_a_session_moves_forward_between_prefix_headers(require_rocq):
 @pytest.mark.full
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_every_traced_target_round_trips(name, tmp_path, require_rocq):
-    """All five projects traced, their counts as in docs/rocq_projects.md, and
-    every target checked both ways (about N minutes here, see the docs)."""
+    """All five projects traced, by default and with --allow-project-axioms,
+    their counts as in docs/rocq_projects.md, and every target checked both
+    ways: those without ``allowed_axioms`` (every default target) with no axiom
+    allowed, the others with the setting the tool prints (see the docs for
+    the time it takes)."""
     needs_projects()
     out = tmp_path / "targets.jsonl"
     proc = trace(PROJECTS / name, out, tmp_path / "build")
     assert proc.returncode == 0, proc.stderr[-3000:]
     targets, skipped = rows(out), rows(out.with_name("targets.skipped.jsonl"))
     assert (len(targets), reason_counts(skipped)) == EXPECTED[name]
-    assert check_both_ways(targets) == []
+    assert all("allowed_axioms" not in t for t in targets)
+    proc = trace(PROJECTS / name, out, tmp_path / "build", "--allow-project-axioms")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    targets, skipped = rows(out), rows(out.with_name("targets.skipped.jsonl"))
+    assert (len(targets), reason_counts(skipped)) == EXPECTED_WITH_PROJECT_AXIOMS[name]
+    plain = [t for t in targets if "allowed_axioms" not in t]
+    relying = [t for t in targets if "allowed_axioms" in t]
+    allowed = tuple(sorted({name for t in relying for name in t["allowed_axioms"]}))
+    assert (f"prover.allowed_axioms=[{','.join(allowed)}]" in proc.stdout) == bool(relying)
+    assert len(plain) == EXPECTED[name][0]
+    assert check_both_ways(plain) == []
+    assert check_both_ways(relying, allowed) == []
 
 
 def test_a_long_header_shows_its_end_in_the_solver_prompt():
