@@ -466,3 +466,43 @@ def test_split_sentences_are_ordered_exact_slices(text):
         assert sentence.start >= end
         assert text[sentence.start:sentence.start + len(sentence.text)] == sentence.text
         end = sentence.start + len(sentence.text)
+
+
+# -- issue 43: plugin commands, process-starting tactics, Ltac2's VM ---------------
+
+@pytest.mark.parametrize("proof, reason", [
+    ("Proof. Hammer_version. sauto. Qed.", "banned:Hammer_version"),
+    ("Proof. Hammer_cleanup. sauto. Qed.", "banned:Hammer_cleanup"),
+    ("Proof. Hammer_features_cached n. sauto. Qed.", "banned:Hammer_features_cached"),
+    ("Proof. 1: Hammer_objects. sauto. Qed.", "banned:Hammer_objects"),
+    ("Proof. hammer. Qed.", "banned:hammer"),
+    ("Proof. predict 10. Qed.", "banned:hammer"),
+    ('Proof. hammer_hook "eprover" "t". Qed.', "banned:hammer"),
+    ("Proof. first [ best | sauto ]. Qed.", "banned:hammer"),
+    ("Proof. try sbest. hbest. Qed.", "banned:hammer"),
+    ("Proof. ltac1:(hammer). Qed.", "banned:hammer"),
+    ("Proof. Ltac2 Eval 1. exact I. Qed.", "banned:Ltac2"),
+    ("Proof. Ltac2 Notation \"x\" := (). exact I. Qed.", "banned:Ltac2"),
+    ("Proof. Std.vm None { Std.on_hyps := None; Std.on_concl := Std.AllOccurrences }. Qed.",
+     "known_bug:vm_reduction"),
+    ("Proof. Std.native None x. Qed.", "known_bug:vm_reduction"),
+    ("Proof. let _ := Std.eval_vm None constr:(1) in exact I. Qed.", "known_bug:vm_reduction"),
+    ("Proof. let _ := Std.eval_native None constr:(1) in exact I. Qed.", "known_bug:vm_reduction"),
+])
+def test_plugin_commands_process_tactics_and_ltac2_vm_are_refused(proof, reason):
+    with pytest.raises(RocqTextError) as refused:
+        validate_proof(proof)
+    assert refused.value.reason == reason
+
+
+@pytest.mark.parametrize("proof", [
+    "Proof. sauto. Qed.",
+    "Proof. induction n; hauto lq: on. Qed.",
+    "Proof. qauto. sfirstorder. scrush. Qed.",
+    "Proof. intros n. Control.refine (fun () => constr:(I)). Qed.",
+    "Proof. ltac1:(auto). Qed.",
+    "Proof. intros best_bound. apply Std_vm_lemma. Qed.",   # words that merely contain the names
+    "Proof. by case: b. Qed.",
+])
+def test_the_hammer_family_and_ltac2_tactics_stay_allowed(proof):
+    validate_proof(proof)
