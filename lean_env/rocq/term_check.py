@@ -17,9 +17,9 @@ no notations, no elided subterms) and reads it here:
   Library induction principles and recursive functions are constants and
   print by name; a ``fix`` appears where the proof built one, or where it
   unfolded a library function into a goal or hypothesis (``unfold testbit``
-  puts ``Nat.testbit``'s body there, a copy; ``cbv in H`` on ``x + 2`` or
-  ``unfold map`` with its parameters substituted are no copies, and are
-  refused: the price, measured in ``docs/proof_checking.md``);
+  puts ``Nat.testbit``'s body there, a copy; ``injection`` on ``map f l =
+  map g l`` puts an instance of ``List.map``'s fixpoint, with ``f``
+  replaced, :func:`match_instance`); a changed fixpoint is refused;
 * a VM or native cast (``<:``, ``<<:``) is what ``lia``, ``ring``, ``field``,
   ``nsatz`` and ``btauto`` leave in their terms to check a certificate by
   computation: these stay allowed.  The VM bugs a term can reach need
@@ -107,7 +107,31 @@ def printed_body(output: str) -> list[str]:
     head, eq, rest = first.partition("=")
     body = rest.rsplit("\n     : ", 1)[0] if eq else ""
     found = tokens(body)
-    return found if found[:1] in (["fix"], ["cofix"]) else []
+    _, fixpoint = split_parameters(found)
+    return found if fixpoint[:1] in (["fix"], ["cofix"]) else []
+
+
+def split_parameters(body: list[str]) -> tuple[frozenset[str], list[str]]:
+    """A library body ``fun (A B : Type) (f : ...) => fix map ...`` as its
+    parameters (``A``, ``B``, ``f``) and the fixpoint after them; a body
+    that is a fixpoint itself has none."""
+    if body[:1] != ["fun"]:
+        return frozenset(), body
+    params: set[str] = set()
+    j, depth, expecting_names = 1, 0, True
+    while j + 1 < len(body) and not (depth == 0 and body[j] == "=" and body[j + 1] == ">"):
+        token = body[j]
+        if token == "(":
+            depth += 1
+            expecting_names = True
+        elif token == ")":
+            depth -= 1
+        elif token == ":":
+            expecting_names = False
+        elif expecting_names and depth <= 1 and _identifier(token):
+            params.add(token)
+        j += 1
+    return frozenset(params), body[j + 2:]
 
 
 def _identifier(token: str) -> bool:
@@ -179,6 +203,67 @@ def alpha_equal(library: list[str], copy: list[str]) -> bool:
     return True
 
 
+_KEYWORDS = frozenset({"fun", "fix", "cofix", "forall", "let", "in", "match", "with", "end", "return", "as", "if",
+                       "then", "else", "for"})
+
+
+def _segment_end(term: list[str], j: int) -> int | None:
+    """The end of the argument term starting at ``j``: one name or number,
+    or a bracketed group."""
+    if j >= len(term):
+        return None
+    if term[j] == "(":
+        depth = 0
+        for k in range(j, len(term)):
+            depth += {"(": 1, ")": -1}.get(term[k], 0)
+            if depth == 0:
+                return k + 1
+        return None
+    return j + 1 if re.fullmatch(r"[\w'.@]+", term[j]) and term[j] not in _KEYWORDS else None
+
+
+def match_instance(library: list[str], term: list[str], start: int) -> int | None:
+    """Where the copy of ``library`` (a body from :func:`printed_body`) that
+    starts at ``term[start]`` ends, or ``None`` when there is none.  The
+    body's parameters (``A``, ``f`` of ``fun A f => fix map ...``) may stand
+    for any argument (``injection`` on ``map f l = map g l`` puts
+    ``fix map`` with ``f`` replaced in the term): the copy is then the
+    library function applied to those arguments, as terminating as the
+    constant, provided each parameter stands for the same argument
+    everywhere, no argument holds a fixpoint of its own and none mentions a
+    name the fixpoint binds (which would make it part of the recursion)."""
+    params, fixpoint = split_parameters(library)
+    if not fixpoint:
+        return None
+    placeholder = "\x00argument"
+    structure: list[str] = []
+    arguments: dict[str, list[str]] = {}
+    j = start
+    for token in fixpoint:
+        if token in params:
+            end = _segment_end(term, j)
+            if end is None or any(t in ("fix", "cofix") for t in term[j:end]):
+                return None
+            if arguments.setdefault(token, term[j:end]) != term[j:end]:
+                return None
+            structure.append(placeholder)
+            j = end
+            continue
+        if j >= len(term):
+            return None
+        structure.append(term[j])
+        j += 1
+    if not (j == len(term) or term[j] in _ENDS_TERM):
+        return None
+    shape = [placeholder if t in params else t for t in fixpoint]
+    if not alpha_equal(shape, structure):
+        return None
+    bound_in_copy = bound_names(structure)
+    if any(t in bound_in_copy for argument in arguments.values() for t in argument):
+        return None
+    return j
+
+
 def unexplained_fixpoints(term: list[str], library_bodies: list[list[str]]) -> int:
     """How many of the term's fixpoints are not an exact copy of a library
     constant's body.  ``unfold testbit`` puts ``Nat.testbit``'s own body in
@@ -194,9 +279,8 @@ def unexplained_fixpoints(term: list[str], library_bodies: list[list[str]]) -> i
             i += 1
             continue
         for body in library_bodies:
-            end = i + len(body)
-            ends = end == len(term) or (end < len(term) and term[end] in _ENDS_TERM)
-            if ends and alpha_equal(body, term[i:end]):
+            end = match_instance(body, term, i)
+            if end is not None:
                 i = end   # the fixpoints nested in the copy are the library's too
                 break
         else:

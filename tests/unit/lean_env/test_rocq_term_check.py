@@ -21,6 +21,7 @@ from lean_env.rocq.term_check import (
     printed_body,
     reaches_primitives,
     scan_term,
+    split_parameters,
     tokens,
     unexplained_fixpoints,
 )
@@ -162,3 +163,48 @@ def test_failures_outside_the_proofs_text_stay_system_errors():
     verdict = bare_backend([0, 0, 0])._attempt(failing(_ProofCrashed("oom"), SessionDied("start"), SessionDied("x")),
                                               time.monotonic(), ())
     assert (verdict.status, verdict.reason) == (Status.SYSTEM_ERROR, "crash")
+
+
+# ``Print List.map.`` under the checker's printing settings: a fixpoint after parameters
+MAP = """map =
+fun (A B : Type) (f : forall _ : A, B) =>
+fix map (l : list A) : list B :=
+  match l return (list B) with
+  | nil => @nil B
+  | cons a t => @cons B (f a) (map t)
+  end
+     : forall (A B : Type) (_ : forall _ : A, B) (_ : list A), list B
+"""
+
+
+def test_a_parameterised_library_body_splits_into_parameters_and_fixpoint():
+    params, fixpoint = split_parameters(printed_body(MAP))
+    assert params == {"A", "B", "f"} and fixpoint[:2] == ["fix", "map"]
+
+
+def test_an_instance_of_a_library_fixpoint_with_its_parameters_replaced_is_explained():
+    # what injection on map f l = map g l leaves in a term
+    instance = tokens("(fix map (l0 : list nat) : list bool := match l0 return (list bool) with "
+                      "| nil => @nil bool | cons a0 t0 => @cons bool (g a0) (map t0) end) xs")
+    assert unexplained_fixpoints(instance, [printed_body(MAP)]) == 0
+    lambda_argument = tokens("(fix map (l0 : list nat) : list nat := match l0 return (list nat) with "
+                             "| nil => @nil nat | cons a0 t0 => @cons nat ((fun y : nat => S y) a0) (map t0) end)")
+    assert unexplained_fixpoints(lambda_argument, [printed_body(MAP)]) == 0
+
+
+@pytest.mark.parametrize("instance", [
+    # B stands for two different types
+    "(fix map (l0 : list nat) : list bool := match l0 return (list nat) with "
+    "| nil => @nil bool | cons a0 t0 => @cons bool (g a0) (map t0) end)",
+    # the argument for f mentions the recursive function: it joins the recursion
+    "(fix map (l0 : list nat) : list nat := match l0 return (list nat) with "
+    "| nil => @nil nat | cons a0 t0 => @cons nat (map t0) (map t0) end)",
+    # the argument for f holds a fixpoint of its own
+    "(fix map (l0 : list nat) : list nat := match l0 return (list nat) with "
+    "| nil => @nil nat | cons a0 t0 => @cons nat ((fix h (n : nat) : nat := h n) a0) (map t0) end)",
+    # the recursive call changed
+    "(fix map (l0 : list nat) : list bool := match l0 return (list bool) with "
+    "| nil => @nil bool | cons a0 t0 => @cons bool (g a0) (map l0) end)",
+])
+def test_a_changed_or_capturing_instance_is_not_explained(instance):
+    assert unexplained_fixpoints(tokens(instance), [printed_body(MAP)]) >= 1
