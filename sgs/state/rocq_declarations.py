@@ -13,7 +13,8 @@ inside blocks gets a header that leaves no block open:
 
 * in a ``Section``: the header is the file's text before the declaration,
   then ``End S.`` for each open section (what the section defined is then
-  generalised, as in the rest of the file); the statement gets the
+  generalised, as in the rest of the file) and the sections' ``Hint``s
+  that name none of their variables (they ended with it); the statement gets the
   sections' ``Variable``/``Hypothesis``/``Context``/``Let`` declarations
   as binders after its name (``Lemma l (n : nat) (H : n > 0) : ...``), so
   the human proof starts in the context it was written in;
@@ -98,6 +99,8 @@ class SkippedDeclaration:
     name: str
     line: int
     reason: str
+    #: the module, functor and module type names around it, as :attr:`Declaration.path`
+    path: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,8 @@ class _Block:
     binders: list[_Binder] = field(default_factory=list)
     #: a section's ``Implicit Types``: name to type (they end with the section)
     implicit_types: dict[str, str] = field(default_factory=dict)
+    #: a section's ``Hint`` sentences (they end with the section)
+    hints: list[str] = field(default_factory=list)
     #: why a declaration inside cannot be stated at the top level, if it cannot
     unsupported: str | None = None
 
@@ -173,7 +178,8 @@ def find_declarations(text: str) -> tuple[list[Declaration], list[SkippedDeclara
             proof, i, ending = _proof_after(sentences, i, text)
         reason = _reason_to_skip(sentence, blocks, prefixed, proof, ending)
         if reason is not None:
-            skipped.append(SkippedDeclaration(name, line, reason))
+            skipped.append(SkippedDeclaration(name, line, reason,
+                                              tuple(b.name for b in blocks if b.kind != "section")))
         else:
             assert proof is not None
             found.append(_in_context(text, blocks, Declaration(keyword, name, line, sentence.start,
@@ -218,7 +224,11 @@ def _in_context(text: str, blocks: list[_Block], declaration: Declaration) -> De
     modules = [block.name for block in blocks if block.kind == "module"]
     # Import restores the module's names (and its exported hints and notations) at the top level
     imports = [f"Import {'.'.join(modules[:i + 1])}." for i in range(len(modules))]
-    header = "".join(pieces).rstrip() + "\n" + "\n".join(closing + imports) + "\n"
+    # the sections' hints end with them: those about no variable of theirs are given again
+    variables = {name for block in blocks for binder in block.binders for name in binder.names}
+    hints = [hint for block in blocks for hint in block.hints
+             if not set(re.findall(_IDENT, hint)) & variables]
+    header = "".join(pieces).rstrip() + "\n" + "\n".join(closing + imports + hints) + "\n"
     groups = [binder for block in blocks for binder in block.binders]
     implicit = {name: typ for block in blocks for name, typ in block.implicit_types.items()}
     proof = declaration.proof
@@ -301,6 +311,8 @@ def _follow_blocks(words: list[str], sentence: Sentence, blocks: list[_Block]) -
     elif first == "Implicit" and len(words) > 1 and words[1] in ("Type", "Types") and blocks \
             and blocks[-1].kind == "section":
         blocks[-1].implicit_types.update(_implicit_types(code))
+    elif "Hint" in words[:3] and blocks and blocks[-1].kind == "section":
+        blocks[-1].hints.append(" ".join(code.split()))
     elif first in _SECTION_VARIABLES and blocks and blocks[-1].kind == "section":
         binders, why_not = _section_binders(first, code)
         if binders is None:

@@ -134,7 +134,7 @@ def trace(project: Project, build_dir: Path, *, held_out_fraction: float = 0.0, 
             own_axioms |= project_axioms(text)
         except (RocqTextError, UnicodeDecodeError) as error:
             raise ProjectError(f"{project.root / source} cannot be split into sentences: {error}") from None
-        skipped += [_skip(module, source, s.name, s.line, s.reason) for s in not_found]
+        skipped += [Skipped(".".join((module, *s.path, s.name)), source, s.line, s.reason) for s in not_found]
         admitted |= {s.name for s in not_found if s.reason.startswith("not proved")}
         for declaration in found:
             candidate = Candidate(source, module, declaration)

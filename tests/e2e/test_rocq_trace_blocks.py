@@ -40,6 +40,7 @@ Section WithVariables.
 Variable n : nat.
 Variables (m : nat) (k : nat).
 Hypothesis H : n = m.
+Hint Resolve two_pos : core.   (* given again after the section's end; the next one, about H, is not *)
 Hint Resolve H : core.
 Lemma uses_h : m = n.      (* the variables become binders; auto still finds H in the context *)
 Proof. symmetry. auto. Qed.
@@ -108,14 +109,15 @@ def test_headers_and_statements_of_declarations_in_blocks():
     assert (uses_h.statement, *uses_h.alternatives) == (
         "Lemma uses_h (n : nat) (m : nat) : m = n.", "Lemma uses_h (n : nat) (m : nat) (H : n = m) : m = n.",
         "Lemma uses_h (n : nat) (m : nat) (k : nat) (H : n = m) : m = n.")
-    assert uses_h.header.endswith("Hint Resolve H : core.\nEnd WithVariables.\n")
-    assert BLOCKS.startswith(uses_h.header[:-len("\nEnd WithVariables.\n")])
+    closing = "\nEnd WithVariables.\nHint Resolve two_pos : core.\n"
+    assert uses_h.header.endswith("Hint Resolve H : core." + closing)
+    assert BLOCKS.startswith(uses_h.header[:-len(closing)])
     assert (uses_h.path, uses_h.context, uses_h.generalised) == ((), "section WithVariables", True)
 
     nested = by_name["nested"]   # "Proof using H Hk" names them, and their types name n, m, k
     assert nested.statement == "Lemma nested (n : nat) (m : nat) (k : nat) (H : n = m) (Hk : k = 0) : k + n = m."
     assert nested.alternatives == ()
-    assert nested.header.endswith("\nEnd Inner.\nEnd WithVariables.\n")
+    assert nested.header.endswith("\nEnd Inner.\nEnd WithVariables.\nHint Resolve two_pos : core.\n")
     assert nested.proof.startswith("Proof. rewrite Hk.")   # "Proof using" named section variables only
 
     assert by_name["limit_pos"].statement == "Lemma limit_pos (limit := 3) : 0 < limit."
