@@ -47,7 +47,8 @@ def collect(out: Path) -> tuple[dict[tuple[str, str], Row], int]:
             continue
         rows[(meta.library, meta.split)].add(Row(
             files=1, failed=int(meta.status != "ok"), given_up=len(meta.failed_proofs), theorems=meta.theorems,
-            finished=meta.finished, stdlib_closed=meta.stdlib_closed, steps=meta.steps, steps_with_lemmas=meta.steps_with_lemmas,
+            finished=meta.finished, stdlib_closed=meta.stdlib_closed, steps=meta.steps,
+            steps_with_lemmas=meta.steps_with_lemmas,
             bytes=path.stat().st_size, seconds=meta.seconds))
     return dict(rows), unreadable
 
@@ -66,14 +67,16 @@ def render(rows: Mapping[tuple[str, str], Row], unreadable: int = 0,
     (with the files the library has, when ``totals`` gives them), and the
     corpus's total with its throughput."""
     header = (f"{'library':<16} {'split':<6} {'files':>11} {'failed':>6} {'gave up':>7} {'theorems':>8} "
-              f"{'finished':>8} {'closed':>6} {'steps':>8} {'w/lemma':>8} {'size':>10} {'hours':>6} {'s/file':>6} {'steps/s':>7}")
+              f"{'finished':>8} {'closed':>6} {'steps':>8} {'w/lemma':>8} {'size':>10} {'hours':>6} {'s/file':>6} "
+              f"{'steps/s':>7}")
     lines = [header, "-" * len(header)]
 
     def line(library: str, split: str, row: Row, files: str) -> str:
         per_file = row.seconds / row.files if row.files else 0.0
         rate = row.steps / row.seconds if row.seconds else 0.0
         return (f"{library:<16} {split:<6} {files:>11} {row.failed:>6} {row.given_up:>7} {row.theorems:>8} "
-                f"{row.finished:>8} {row.stdlib_closed:>6} {row.steps:>8} {row.steps_with_lemmas:>8} {_size(row.bytes):>10} "
+                f"{row.finished:>8} {row.stdlib_closed:>6} {row.steps:>8} {row.steps_with_lemmas:>8} "
+                f"{_size(row.bytes):>10} "
                 f"{row.seconds / 3600:>6.2f} {per_file:>6.1f} {rate:>7.1f}")
 
     everything = Row()
