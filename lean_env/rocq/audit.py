@@ -20,19 +20,29 @@ new processes, the session's resource limits, no network):
    the header and the compiled module and prints ``Print Assumptions`` of the
    theorem; it may list only ``RocqConfig.allowed_axioms``.  Requiring a
    compiled file runs none of the proof's tactics, so nothing the proof
-   prints can pose as this answer.
+   prints can pose as this answer;
+4. a third ``coqc`` run compiles ``TermQuery.v``, which prints the compiled
+   theorem's body under the term check's own printing settings
+   (:mod:`lean_env.rocq.term_check`): ``coqchk`` shares the kernel's guard
+   checker, so a fixpoint of Coq 8.16's known guard bugs built without the
+   word ``fix`` (Ltac2's unsafe term API) passes 1-3, and only what the term
+   contains shows it.  Fixpoints that may be library copies are looked up in
+   one more batch (``Locate``, then ``Print`` of the candidates, under the
+   header alone), as the session's check does.
 
 Entry point: :func:`audit_proof` (used by
 :meth:`lean_env.rocq.backend.RocqBackend.audit`); :func:`judge` is the pure
-part that reads the three commands' results.  Reasons: ``ok``,
-``audit_compile_failed``, ``audit_coqchk_failed``, ``audit_axioms:<names>``,
-``audit_timeout``, ``audit_unavailable`` (``audit_text_rejected`` is the
-backend's, for text its normal checks refuse).
+part that reads the first three commands' results, :func:`judge_term` the
+fourth's.  Reasons: ``ok``, ``audit_compile_failed``, ``audit_coqchk_failed``,
+``audit_axioms:<names>``, ``audit_known_bug:<feature>``, ``audit_timeout``,
+``audit_unavailable`` (``audit_text_rejected`` is the backend's, for text its
+normal checks refuse).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from dataclasses import dataclass
 from typing import Sequence
@@ -41,6 +51,9 @@ from lean_env.rocq.coqchk import CensusError, coqchk_options, parse_summary, par
 from lean_env.rocq.checks import Sentence, Statement
 from lean_env.rocq.config import RocqConfig
 from lean_env.rocq.output import parse_assumptions
+from lean_env.rocq.term_check import (
+    MAX_FIXPOINT_NAMES, PRINT_SETTINGS, fixpoint_names, located_constants, nothing_to_look_for, objection,
+    printed_body, scan_term, tokens, unexplained_fixpoints)
 from lean_env.sandbox import CommandResult, run_batch
 from lean_env.verdict import Status
 
@@ -50,11 +63,17 @@ AUDIT_LIBRARY = "SgsAudit"
 AUDIT_MODULE = "Audited"
 #: the file that asks for the theorem's assumptions
 QUERY_MODULE = "AssumptionsQuery"
+#: the file that prints the theorem's body for the term check
+TERM_MODULE = "TermQuery"
+#: the files that look up library fixpoints: ``Locate`` of their names, ``Print`` of the constants
+LOCATE_MODULE, LIBRARY_MODULE = "LocateQuery", "LibraryQuery"
 #: the largest file a command may write: a proof's .vo is far smaller, and a
 #: hostile proof must not fill the disk
 AUDIT_FILE_SIZE_BYTES = 256 << 20
 #: how much of a failing command's output a verdict keeps
 _TAIL_CHARS = 1_500
+#: where one ``Print <constant>`` answer starts in a batch of them
+_PRINT_ANSWER = re.compile(r"^(?=\S+ = ?$)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -81,15 +100,34 @@ def query_source(header: Sequence[Sentence], theorem: str) -> str:
                       f"Print Assumptions {qualified}."]) + "\n"
 
 
-def commands(config: RocqConfig) -> list[list[str]]:
-    """The three command lines, in order: compile, coqchk, query."""
-    load = ["-Q", ".", AUDIT_LIBRARY]
+def term_source(header: Sequence[Sentence], theorem: str) -> str:
+    """The text of ``TermQuery.v``: the compiled theorem's body, printed
+    under the term check's settings."""
+    qualified = f"{AUDIT_LIBRARY}.{AUDIT_MODULE}.{theorem}"
+    return "\n".join([*(s.text for s in header), f"Require {AUDIT_LIBRARY}.{AUDIT_MODULE}.", *PRINT_SETTINGS,
+                      f"Print {qualified}."]) + "\n"
+
+
+def lookup_source(header: Sequence[Sentence], command: str, names: Sequence[str]) -> str:
+    """A file that runs ``command`` (``Locate`` or ``Print``) on each of
+    ``names`` under the header and the term check's printing settings."""
+    return "\n".join([*(s.text for s in header), *PRINT_SETTINGS, *(f"{command} {n}." for n in names)]) + "\n"
+
+
+def _coqc(config: RocqConfig) -> list[str]:
     # -native-compiler no: as in the session, native_compute must not compile OCaml
-    coqc = [config.coqc, "-q", "-native-compiler", "no", *config.extra_args, *load]
+    return [config.coqc, "-q", "-native-compiler", "no", *config.extra_args, "-Q", ".", AUDIT_LIBRARY]
+
+
+def commands(config: RocqConfig) -> list[list[str]]:
+    """The four command lines, in order: compile, coqchk, assumptions, term."""
+    coqc = _coqc(config)
     return [
         [*coqc, f"{AUDIT_MODULE}.v"],
-        [config.coqchk, "-o", *coqchk_options(config.extra_args), *load, "-norec", f"{AUDIT_LIBRARY}.{AUDIT_MODULE}"],
+        [config.coqchk, "-o", *coqchk_options(config.extra_args), "-Q", ".", AUDIT_LIBRARY, "-norec",
+         f"{AUDIT_LIBRARY}.{AUDIT_MODULE}"],
         [*coqc, f"{QUERY_MODULE}.v"],
+        [*coqc, f"{TERM_MODULE}.v"],
     ]
 
 
@@ -99,15 +137,73 @@ def audit_proof(config: RocqConfig, header: Sequence[Sentence], statement: State
     ``timeout`` seconds of wall clock for all three commands.  ``own_header``:
     the header is a project file's text, which may declare axioms of its own
     in the compiled module (see :func:`judge`)."""
+    deadline = time.monotonic() + timeout
     limits = dataclasses.replace(config.limits(), file_size_bytes=AUDIT_FILE_SIZE_BYTES)
     files = {f"{AUDIT_MODULE}.v": audit_source(header, statement, body),
-             f"{QUERY_MODULE}.v": query_source(header, statement.name)}
+             f"{QUERY_MODULE}.v": query_source(header, statement.name),
+             f"{TERM_MODULE}.v": term_source(header, statement.name)}
     try:
-        results = run_batch(commands(config), files=files, deadline=time.monotonic() + timeout,
-                            env=config.child_env(), limits=limits, name="rocq-audit")
+        results = run_batch(commands(config), files=files, deadline=deadline, env=config.child_env(),
+                            limits=limits, name="rocq-audit")
     except FileNotFoundError as e:
         return AuditOutcome(Status.SYSTEM_ERROR, "audit_unavailable", (str(e),))
-    return judge(results, frozenset(config.allowed_axioms), theorem=statement.name if own_header else None)
+    outcome = judge(results, frozenset(config.allowed_axioms), theorem=statement.name if own_header else None)
+    if outcome.status is not Status.VALID:
+        return outcome
+    axioms = parse_assumptions(results[2].stdout).axioms
+    allowed = frozenset(config.allow_bug_prone_features)
+    printed = results[3] if len(results) > 3 else None
+    if printed is not None and printed.timed_out:
+        return AuditOutcome(Status.TIMEOUT, "audit_timeout", ("the term query did not finish before the deadline",))
+    if printed is None or not printed.ok:
+        return AuditOutcome(Status.INVALID, "audit_compile_failed", _failure("the term query", printed))
+    names = sorted(fixpoint_names(tokens(printed.stdout)))
+    bodies = None
+    if names and "fixpoints" not in allowed and len(names) <= MAX_FIXPOINT_NAMES:
+        bodies = _library_fixpoints(config, header, names, limits, deadline)
+        if bodies is None:
+            return AuditOutcome(Status.TIMEOUT, "audit_timeout", ("the library look-ups did not finish in time",))
+    return judge_term(printed.stdout, axioms, allowed, bodies or [])
+
+
+def _library_fixpoints(config: RocqConfig, header: Sequence[Sentence], names: Sequence[str], limits,
+                       deadline: float) -> list[list[str]] | None:
+    """The bodies of the library constants the term's fixpoints are named
+    after (what ``unfold`` copies into a term); ``None`` when the look-ups
+    ran out of time.  Names that are no identifiers are never sent."""
+    plain = [n for n in names if re.fullmatch(r"[^\W\d][\w']*", n)]
+    if not plain:
+        return []
+    located = run_batch([[*_coqc(config), f"{LOCATE_MODULE}.v"]],
+                        files={f"{LOCATE_MODULE}.v": lookup_source(header, "Locate", plain)},
+                        deadline=deadline, env=config.child_env(), limits=limits, name="rocq-audit-locate")
+    if not located or located[0].timed_out:
+        return None
+    constants = sorted(set(located_constants(located[0].stdout, own_module=AUDIT_LIBRARY)))
+    if not constants:
+        return []
+    shown = run_batch([[*_coqc(config), f"{LIBRARY_MODULE}.v"]],
+                      files={f"{LIBRARY_MODULE}.v": lookup_source(header, "Print", constants)},
+                      deadline=deadline, env=config.child_env(), limits=limits, name="rocq-audit-library")
+    if not shown or shown[0].timed_out:
+        return None
+    # one `Print` answer per constant, each starting with a line `name = `; each read as the session reads one
+    return [body for answer in _PRINT_ANSWER.split(shown[0].stdout) if (body := printed_body(answer))]
+
+
+def judge_term(printed: str, axioms: tuple[str, ...], allowed_features: frozenset[str],
+               library_bodies: list[list[str]]) -> AuditOutcome:
+    """The term check on the compiled theorem's printed body: the same
+    decision as the session's (:func:`lean_env.rocq.term_check.objection`)."""
+    if nothing_to_look_for(axioms, allowed_features):
+        return AuditOutcome(Status.VALID, "ok")
+    found = scan_term(printed)
+    if found.fixpoints and "fixpoints" not in allowed_features:
+        found = dataclasses.replace(found, fixpoints=unexplained_fixpoints(tokens(printed), library_bodies))
+    refused = objection(found, axioms, allowed_features)
+    if refused is not None:
+        return AuditOutcome(Status.INVALID, f"audit_{refused.reason}", (refused.message,))
+    return AuditOutcome(Status.VALID, "ok")
 
 
 def judge(results: Sequence[CommandResult], allowed_axioms: frozenset[str], *,

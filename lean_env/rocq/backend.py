@@ -82,14 +82,15 @@ from lean_env.rocq.census import AxiomCensus
 from lean_env.rocq.config import CHECKS_VERSION, TOPLEVEL_MODULE, RocqConfig
 from lean_env.rocq.load_path import LoadPath, LoadPathError, load_path_argv, parse_load_path
 from lean_env.rocq.output import Reply, parse_assumptions
-from lean_env.rocq.known_bugs import BUG_CLASSES
 from lean_env.rocq.session import RocqSession, SessionDied, SessionError, SessionGarbled, SessionTimeout
 from lean_env.rocq.term_check import (
+    MAX_FIXPOINT_NAMES,
     PRINT_SETTINGS,
     fixpoint_names,
     located_constants,
+    nothing_to_look_for,
+    objection,
     printed_body,
-    reaches_primitives,
     scan_term,
     tokens,
     unexplained_fixpoints,
@@ -106,9 +107,6 @@ MAX_ATTEMPTS = 3
 
 #: a final ``Defined.`` (comments blanked)
 _DEFINED = re.compile(r"Defined\s*\.")
-#: most distinct fixpoint names the term check looks up in the libraries
-MAX_FIXPOINT_NAMES = 32
-
 #: fails unless the goal is a proposition (its type is exactly ``Prop``)
 PROP_CHECK = "lazymatch goal with |- ?G => let s := type of G in constr_eq s Prop end."
 
@@ -343,10 +341,8 @@ class RocqBackend(ProverBackend):
         refuse the known-bug features its term contains (the words of the
         proof text were checked already; a term built through Ltac2's unsafe
         API has none of them)."""
-        fixpoints, vm = (c for c in BUG_CLASSES if c.name in ("fixpoints", "vm_reduction"))
-        check_vm = vm.name not in self._allowed_features and reaches_primitives(axioms)
-        if fixpoints.name in self._allowed_features and not check_vm:
-            return _Outcome(Status.VALID, "ok")   # nothing left to look for: spare the printing
+        if nothing_to_look_for(axioms, self._allowed_features):
+            return _Outcome(Status.VALID, "ok")   # spare the printing
         for setting in PRINT_SETTINGS:
             if not session.run(setting, deadline).ok:
                 raise SessionGarbled("protocol_violation", f"{setting!r} failed")
@@ -354,19 +350,12 @@ class RocqBackend(ProverBackend):
         if not reply.ok:
             return _Outcome(Status.INVALID, "term_unreadable", self._messages(reply))
         found = scan_term(reply.output)
-        if found.fixpoints and fixpoints.name not in self._allowed_features:
+        if found.fixpoints and "fixpoints" not in self._allowed_features:
             unexplained = self._unexplained_fixpoints(session, reply.output, deadline)
             found = dataclasses.replace(found, fixpoints=unexplained)
-        if found.fixpoints and fixpoints.name not in self._allowed_features:
-            return _Outcome(Status.INVALID, fixpoints.reason, (
-                f"the proof term contains {found.fixpoints} local fixpoint(s) (fix/cofix), built without "
-                f"writing them: {fixpoints.summary} ({', '.join(fixpoints.bugs)}); refused unless "
-                f"allow_bug_prone_features includes {fixpoints.name!r}",))
-        if found.vm_casts and check_vm:
-            return _Outcome(Status.INVALID, vm.reason, (
-                f"the proof term checks {found.vm_casts} cast(s) with the VM and depends on primitive "
-                f"integers, floats or arrays: {vm.summary} ({', '.join(vm.bugs)}); refused unless "
-                f"allow_bug_prone_features includes {vm.name!r}",))
+        refused = objection(found, axioms, self._allowed_features)
+        if refused is not None:
+            return _Outcome(Status.INVALID, refused.reason, (refused.message,))
         return _Outcome(Status.VALID, "ok")
 
     def _unexplained_fixpoints(self, session: RocqSession, printed: str, deadline: float) -> int:

@@ -40,6 +40,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Optional
+
+from lean_env.rocq.known_bugs import BUG_CLASSES
 
 #: the checker's own sentences before it prints the term: every implicit
 #: argument, coercion and cast shown, no notation (which could print a
@@ -81,6 +84,9 @@ _ENDS_TERM = frozenset({")", "in", "end", "|"})
 _LOCATED = re.compile(r"^Constant\s+(\S+)", re.M)
 #: at most this many library constants are printed to explain one fixpoint name
 MAX_CANDIDATES = 16
+#: most distinct fixpoint names looked up in the libraries per proof: no proof
+#: unfolds that many library functions, so a term with more is refused unread
+MAX_FIXPOINT_NAMES = 32
 
 
 def tokens(printed: str) -> list[str]:
@@ -94,10 +100,11 @@ def fixpoint_names(term: list[str]) -> set[str]:
     return {term[i + 1] for i, token in enumerate(term[:-1]) if token in ("fix", "cofix")}
 
 
-def located_constants(output: str) -> list[str]:
+def located_constants(output: str, own_module: str = "Top") -> list[str]:
     """The qualified constants ``Locate <name>`` lists, except those of the
-    checker's own module (what a proof declares lives there)."""
-    return [name for name in _LOCATED.findall(output) if not name.startswith("Top.")][:MAX_CANDIDATES]
+    checker's own module ``own_module`` (what a proof declares lives there)."""
+    return [name for name in _LOCATED.findall(output)
+            if not name.startswith(own_module + ".")][:MAX_CANDIDATES]
 
 
 def printed_body(output: str) -> list[str]:
@@ -293,3 +300,37 @@ def reaches_primitives(axioms: tuple[str, ...]) -> bool:
     """Whether ``Print Assumptions`` names (possibly qualified) include a
     primitive type, through which the VM's known wrong answers are reached."""
     return any(name.rsplit(".", 1)[-1] in PRIMITIVE_TYPES for name in axioms)
+
+
+@dataclass(frozen=True)
+class Objection:
+    """Why a proof term is refused: the verdict reason and its explanation."""
+
+    reason: str
+    message: str
+
+
+def objection(found: TermFeatures, axioms: tuple[str, ...], allowed_features: frozenset[str]
+              ) -> Optional[Objection]:
+    """The known-bug class a term reaches, given what it contains (``found``,
+    its fixpoints already net of library copies), the assumptions ``Print
+    Assumptions`` listed and the features the config allows; ``None`` when
+    it reaches none.  The session check and the audit both decide here."""
+    fixpoints, vm = (c for c in BUG_CLASSES if c.name in ("fixpoints", "vm_reduction"))
+    if found.fixpoints and fixpoints.name not in allowed_features:
+        return Objection(fixpoints.reason, (
+            f"the proof term contains {found.fixpoints} local fixpoint(s) (fix/cofix), built without "
+            f"writing them: {fixpoints.summary} ({', '.join(fixpoints.bugs)}); refused unless "
+            f"allow_bug_prone_features includes {fixpoints.name!r}"))
+    if found.vm_casts and vm.name not in allowed_features and reaches_primitives(axioms):
+        return Objection(vm.reason, (
+            f"the proof term checks {found.vm_casts} cast(s) with the VM and depends on primitive "
+            f"integers, floats or arrays: {vm.summary} ({', '.join(vm.bugs)}); refused unless "
+            f"allow_bug_prone_features includes {vm.name!r}"))
+    return None
+
+
+def nothing_to_look_for(axioms: tuple[str, ...], allowed_features: frozenset[str]) -> bool:
+    """Whether no term could be refused (fixpoints allowed, and the VM either
+    allowed or out of reach), so that printing it can be skipped."""
+    return "fixpoints" in allowed_features and ("vm_reduction" in allowed_features or not reaches_primitives(axioms))

@@ -8,15 +8,20 @@ from __future__ import annotations
 import glob
 import os
 import tempfile
+import tomllib
 
 import pytest
 
 from lean_env.rocq import RocqBackend, RocqConfig
-from lean_env.rocq.audit import audit_proof, audit_source, commands, judge, query_source
+from lean_env.rocq.audit import audit_proof, audit_source, commands, judge, judge_term, query_source, term_source
 from lean_env.rocq.checks import split_sentences, validate_header, validate_proof, validate_statement
+from lean_env.rocq.term_check import tokens
 from lean_env.sandbox import CommandResult
 from lean_env.verdict import ProofTask, Status
 from tests.conftest import require_binary
+from tests.paths import REPO
+
+ATTACKS = REPO / "tests" / "data" / "rocq_attacks.toml"
 
 SUMMARY_CLEAN = """Modules were successfully checked
 
@@ -110,12 +115,37 @@ def test_files_and_commands():
     assert query_source(header, "t") == ("Require Import Arith.\nRequire SgsAudit.Audited.\n"
                                          "Print Assumptions SgsAudit.Audited.t.\n")
     config = RocqConfig(coqc="/opt/coqc", coqchk="/opt/coqchk", extra_args=("-R", "/lib", "Lib", "-w", "none"))
-    compile_, check, query = commands(config)
+    assert term_source(header, "t") == ("Require Import Arith.\nRequire SgsAudit.Audited.\nSet Printing All.\n"
+                                        "Set Printing Depth 2147483647.\n"
+                                        "Unset Printing Factorizable Match Patterns.\n"
+                                        "Unset Printing Allow Match Default Clause.\nPrint SgsAudit.Audited.t.\n")
+    compile_, check, query, term = commands(config)
     assert compile_ == ["/opt/coqc", "-q", "-native-compiler", "no", "-R", "/lib", "Lib", "-w", "none",
                         "-Q", ".", "SgsAudit", "Audited.v"]
     # coqchk gets the load paths only, and checks our module alone (the libraries are the census's)
     assert check == ["/opt/coqchk", "-o", "-R", "/lib", "Lib", "-Q", ".", "SgsAudit", "-norec", "SgsAudit.Audited"]
-    assert query[-1] == "AssumptionsQuery.v"
+    assert query[-1] == "AssumptionsQuery.v" and term[-1] == "TermQuery.v"
+
+
+LIBRARY_MAP = "fun (A B : Type) (f : forall _ : A, B) => fix map (l : list A) : list B := l"
+
+
+@pytest.mark.parametrize("printed, axioms, allowed, library, reason", [
+    ("t = fun n : nat => @eq_refl nat n\n : T", (), frozenset(), False, "ok"),
+    # a fixpoint the proof built (Ltac2's unsafe API writes no `fix` in the text)
+    ("t = (fix F (sz : nat) : nat := F sz) 0\n : T", (), frozenset(), False, "audit_known_bug:fixpoints"),
+    ("t = (fix F (sz : nat) : nat := F sz) 0\n : T", (), frozenset({"fixpoints"}), False, "ok"),
+    # an exact copy of a library body is the library's (what `unfold` leaves)
+    ("t = (fix map (l : list nat) : list nat := l) x\n : T", (), frozenset(),
+     True, "ok"),
+    # a VM cast matters only where primitive integers are reachable
+    ("t = (@eq_refl bool true <: T)\n : T", (), frozenset(), False, "ok"),
+    ("t = (@eq_refl bool true <: T)\n : T", ("Coq.Numbers.Cyclic.Int63.PrimInt63.int",), frozenset(), False,
+     "audit_known_bug:vm_reduction"),
+])
+def test_the_audit_judges_the_term_as_the_session_does(printed, axioms, allowed, library, reason):
+    bodies = [tokens(LIBRARY_MAP)] if library else []
+    assert judge_term(printed, axioms, allowed, bodies).reason == reason
 
 
 def test_coqc_must_be_a_string():
@@ -170,6 +200,30 @@ def test_a_valid_proof_agrees(backend, tmp_path, monkeypatch):
 def test_a_proof_the_session_would_wrongly_accept_disagrees(backend, header, proof, reason):
     found = direct(backend, header, "Theorem t : 1 = 2.", proof)
     assert (found.status, found.reason) == (Status.INVALID, reason), found.messages
+
+
+@pytest.mark.rocq
+def test_a_fixpoint_built_without_the_word_fix_is_refused_by_the_audit_too(backend):
+    """rocq#20413's fixpoint made with Ltac2's unsafe term API: coqc and coqchk
+    accept the proof of False (they share the guard checker); the term shows it."""
+    case = next(c for c in tomllib.loads(ATTACKS.read_text())["case"]
+                if c["reason"] == "known_bug:fixpoints" and "Constr.Unsafe" in c["proof"]
+                and c["statement"] == "Theorem t : False.")
+    found = direct(backend, case["header"], case["statement"], case["proof"])
+    assert (found.status, found.reason) == (Status.INVALID, "audit_known_bug:fixpoints"), found.messages
+
+
+@pytest.mark.rocq
+def test_a_library_body_unfolded_into_the_proof_is_accepted_by_the_audit(backend):
+    """`unfold Nat.testbit` and `cbv in H` put copies of library fixpoints in the term."""
+    for header, statement, proof in [
+            ("Require Import Arith.", "Theorem t : forall a : nat, Nat.testbit a 0 = Nat.odd a.",
+             "Proof. intros a. unfold Nat.testbit. reflexivity. Qed."),
+            ("", "Theorem t : forall x y : nat, x + 2 = y -> y = S (S x).",
+             "Proof. intros x y H. cbv in H. subst y. induction x as [|x IH]. - reflexivity. "
+             "- simpl. rewrite IH. reflexivity. Qed.")]:
+        found = direct(backend, header, statement, proof)
+        assert (found.status, found.reason) == (Status.VALID, "ok"), found.messages
 
 
 @pytest.mark.rocq
