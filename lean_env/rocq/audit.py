@@ -52,8 +52,8 @@ from lean_env.rocq.checks import Sentence, Statement
 from lean_env.rocq.config import RocqConfig
 from lean_env.rocq.output import parse_assumptions
 from lean_env.rocq.term_check import (
-    MAX_FIXPOINT_NAMES, PRINT_SETTINGS, fixpoint_names, located_constants, nothing_to_look_for, objection,
-    printed_body, scan_term, tokens, unexplained_fixpoints)
+    PRINT_SETTINGS, located_constants, lookup_names, nothing_to_look_for, objection, printed_body, scan_term, tokens,
+    unexplained_fixpoints)
 from lean_env.sandbox import CommandResult, run_batch
 from lean_env.verdict import Status
 
@@ -157,25 +157,22 @@ def audit_proof(config: RocqConfig, header: Sequence[Sentence], statement: State
         return AuditOutcome(Status.TIMEOUT, "audit_timeout", ("the term query did not finish before the deadline",))
     if printed is None or not printed.ok:
         return AuditOutcome(Status.INVALID, "audit_compile_failed", _failure("the term query", printed))
-    names = sorted(fixpoint_names(tokens(printed.stdout)))
-    bodies = None
-    if names and "fixpoints" not in allowed and len(names) <= MAX_FIXPOINT_NAMES:
+    names = lookup_names(tokens(printed.stdout))
+    bodies: list[list[str]] | None = []
+    if names and "fixpoints" not in allowed:
         bodies = _library_fixpoints(config, header, names, limits, deadline)
         if bodies is None:
             return AuditOutcome(Status.TIMEOUT, "audit_timeout", ("the library look-ups did not finish in time",))
-    return judge_term(printed.stdout, axioms, allowed, bodies or [])
+    return judge_term(printed.stdout, axioms, allowed, bodies)
 
 
 def _library_fixpoints(config: RocqConfig, header: Sequence[Sentence], names: Sequence[str], limits,
                        deadline: float) -> list[list[str]] | None:
     """The bodies of the library constants the term's fixpoints are named
     after (what ``unfold`` copies into a term); ``None`` when the look-ups
-    ran out of time.  Names that are no identifiers are never sent."""
-    plain = [n for n in names if re.fullmatch(r"[^\W\d][\w']*", n)]
-    if not plain:
-        return []
+    ran out of time."""
     located = run_batch([[*_coqc(config), f"{LOCATE_MODULE}.v"]],
-                        files={f"{LOCATE_MODULE}.v": lookup_source(header, "Locate", plain)},
+                        files={f"{LOCATE_MODULE}.v": lookup_source(header, "Locate", names)},
                         deadline=deadline, env=config.child_env(), limits=limits, name="rocq-audit-locate")
     if not located or located[0].timed_out:
         return None

@@ -29,15 +29,12 @@ learns to write.  A proof is valid when all of this holds:
    declared, so the printed term is everything the proof built.
 
 A task with a load path (a target traced from a Rocq project,
-:mod:`lean_env.rocq.load_path`) is checked in a coqtop started with those
-``-R``/``-Q`` options, and its header is the project file's text before the
-theorem: trusted text like every header, so any command may appear in it
-(definitions, notations, hints, earlier proofs), where the header of a task
-without one may only load libraries and open scopes.  The axiom census
-covers such headers too: it compiles the header's own declarations and
-re-checks them with coqchk, and while a header has axioms of its own (or its
-census is not known yet) every proof under it gets ``Print Assumptions``.
-The census and the audit run with the same load path.
+:mod:`lean_env.rocq.load_path`) runs in a coqtop with those ``-R``/``-Q``
+options, under a header that is the project file's text before the theorem
+(trusted, so any command may appear in it; other headers may only load
+libraries and open scopes).  The census and the audit use the same load
+path; while such a header has axioms of its own (or no census yet) every
+proof under it gets ``Print Assumptions``.
 
 Because we send the trusted statement ourselves and the body may hold
 nothing but tactics and queries, the body cannot swap the statement; the checks after
@@ -68,33 +65,14 @@ from typing import Callable, Iterator, Literal, Optional
 from lean_env.backend import ProverBackend
 from lean_env.rocq.audit import audit_proof
 from lean_env.rocq.checks import (
-    RocqTextError,
-    Sentence,
-    Statement,
-    check_characters,
-    split_sentences,
-    validate_header,
-    validate_proof,
-    validate_statement,
-    validate_tactics,
-)
+    RocqTextError, Sentence, Statement, check_characters, split_sentences, validate_header, validate_proof,
+    validate_statement, validate_tactics)
 from lean_env.rocq.census import AxiomCensus
 from lean_env.rocq.config import CHECKS_VERSION, TOPLEVEL_MODULE, RocqConfig
 from lean_env.rocq.load_path import LoadPath, LoadPathError, load_path_argv, parse_load_path
 from lean_env.rocq.output import Reply, parse_assumptions
 from lean_env.rocq.session import RocqSession, SessionDied, SessionError, SessionGarbled, SessionTimeout
-from lean_env.rocq.term_check import (
-    MAX_FIXPOINT_NAMES,
-    PRINT_SETTINGS,
-    fixpoint_names,
-    located_constants,
-    nothing_to_look_for,
-    objection,
-    printed_body,
-    scan_term,
-    tokens,
-    unexplained_fixpoints,
-)
+from lean_env.rocq.term_check import PRINT_SETTINGS, nothing_to_look_for, objection, scan_term, unexplained_in_session
 from lean_env.verdict import ProofTask, Status, Verdict
 
 log = logging.getLogger(__name__)
@@ -351,32 +329,14 @@ class RocqBackend(ProverBackend):
             return _Outcome(Status.INVALID, "term_unreadable", self._messages(reply))
         found = scan_term(reply.output)
         if found.fixpoints and "fixpoints" not in self._allowed_features:
-            unexplained = self._unexplained_fixpoints(session, reply.output, deadline)
-            found = dataclasses.replace(found, fixpoints=unexplained)
+            def run(sentence: str) -> tuple[bool, str]:
+                answer = session.run(sentence, deadline)
+                return answer.ok, answer.output
+            found = dataclasses.replace(found, fixpoints=unexplained_in_session(run, reply.output))
         refused = objection(found, axioms, self._allowed_features)
         if refused is not None:
             return _Outcome(Status.INVALID, refused.reason, (refused.message,))
         return _Outcome(Status.VALID, "ok")
-
-    def _unexplained_fixpoints(self, session: RocqSession, printed: str, deadline: float) -> int:
-        """How many fixpoints of the printed term are no copy of the body of a
-        library constant of their name (:func:`~lean_env.rocq.term_check.unexplained_fixpoints`);
-        the candidates come from ``Locate`` and are printed under the same settings."""
-        term = tokens(printed)
-        bodies: list[list[str]] = []
-        names = fixpoint_names(term)
-        if len(names) > MAX_FIXPOINT_NAMES:
-            return len(names)   # no proof unfolds that many library functions: not worth a lookup each
-        for name in sorted(names):
-            if not re.fullmatch(r"[^\W\d][\w']*", name):
-                continue   # not an identifier: nothing to look up, and not sent to Coq
-            located = session.run(f"Locate {name}.", deadline)
-            for constant in located_constants(located.output) if located.ok else ():
-                shown = session.run(f"Print {constant}.", deadline)
-                body = printed_body(shown.output) if shown.ok else []
-                if body:
-                    bodies.append(body)
-        return unexplained_fixpoints(term, bodies)
 
     @contextlib.contextmanager
     def _input_blamed(self) -> Iterator[None]:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from lean_env.rocq.known_bugs import BUG_CLASSES
 
@@ -300,6 +300,40 @@ def reaches_primitives(axioms: tuple[str, ...]) -> bool:
     """Whether ``Print Assumptions`` names (possibly qualified) include a
     primitive type, through which the VM's known wrong answers are reached."""
     return any(name.rsplit(".", 1)[-1] in PRIMITIVE_TYPES for name in axioms)
+
+
+_IDENTIFIER = re.compile(r"[^\W\d][\w']*")
+
+
+def lookup_names(term: list[str]) -> Optional[list[str]]:
+    """The fixpoint names of ``term`` worth looking up in the libraries (plain
+    identifiers: nothing else is sent to Coq), or ``None`` when there are more
+    than :data:`MAX_FIXPOINT_NAMES` (no proof unfolds that many library
+    functions: every fixpoint then counts as the proof's own)."""
+    names = fixpoint_names(term)
+    if len(names) > MAX_FIXPOINT_NAMES:
+        return None
+    return sorted(name for name in names if _IDENTIFIER.fullmatch(name))
+
+
+def unexplained_in_session(run: Callable[[str], tuple[bool, str]], printed: str) -> int:
+    """:func:`unexplained_fixpoints` of a printed term, its library candidates
+    looked up one sentence at a time with ``run(sentence) -> (ok, output)``
+    (``Locate`` of each name, ``Print`` of each constant it finds, under the
+    printing settings already in force)."""
+    term = tokens(printed)
+    names = lookup_names(term)
+    if names is None:
+        return len(fixpoint_names(term))
+    bodies: list[list[str]] = []
+    for name in names:
+        located, where = run(f"Locate {name}.")
+        for constant in located_constants(where) if located else ():
+            shown, output = run(f"Print {constant}.")
+            body = printed_body(output) if shown else []
+            if body:
+                bodies.append(body)
+    return unexplained_fixpoints(term, bodies)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lean_env import landlock, sandbox
+from lean_env import confinement, landlock, sandbox
 from lean_env.lean.protocol import decode_response, encode_request, response_frame_end
 from lean_env.lean.repl import ReplProcess
 from lean_env.sandbox import Limits, SandboxedProcess, run_batch
@@ -195,7 +195,7 @@ def test_what_an_answer_left_running_ends_and_the_prover_stays():
 
 
 def test_a_batch_command_s_daemons_end_when_it_exits():
-    require("--pid" in sandbox.isolation_prefix(True, True) or sandbox._pids_cgroup_base() is not None,
+    require("--pid" in sandbox.isolation_prefix(True, True) or confinement._pids_cgroup_base() is not None,
             "neither a PID namespace nor a cgroup holds a command's processes here")
     marker = fresh_marker()
     code = ("import os, sys, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
@@ -313,8 +313,8 @@ def test_the_user_namespace_path_confines_as_well(monkeypatch, tmp_path):
     """The path a user other than root takes (a user namespace made in the child, then
     the namespaces, RLIMIT_NPROC, Landlock), taken here whoever runs the tests; that
     RLIMIT_NPROC binds is for the test below, as ``nobody`` (root is exempt from it)."""
-    monkeypatch.setattr(sandbox, "_needs_user_namespace", lambda: True)
-    monkeypatch.setattr(sandbox, "_pids_cgroup_base", lambda: None)
+    monkeypatch.setattr(confinement, "_needs_user_namespace", lambda: True)
+    monkeypatch.setattr(confinement, "_pids_cgroup_base", lambda: None)
     marker = fresh_marker()
     p = hostile(marker, limits=Limits(max_processes=24))
     try:

@@ -9,7 +9,7 @@ comes from the term check and nothing else (the same proof is valid with the
 feature allowed), the VM rule on both sides, the tactic-level API, and a
 real proof that exhausts coqtop's memory on every session.
 
-Run: ``pytest tests/integration/lean_env/test_rocq_term_check.py`` (needs ``coqtop``).
+Run: ``pytest tests/integration/lean_env/test_rocq_proof_terms.py`` (needs ``coqtop``).
 """
 
 from __future__ import annotations
