@@ -120,15 +120,8 @@ _SKIP_STOP = frozenset(" \t\r\n():{}|")
 #: Aesop rule phase, not as the declaration modifier
 AESOP_TACTICS: frozenset[str] = frozenset({"aesop", "aesop?", "aesop_cat", "aesop_cat?"})
 
-_WORD = re.compile(r"#?[^\W\d][\w'!?]*")
-_NAME_PART = r"(?:«[^»\n]*»|[^\W\d][\w'!?]*)"
-_DECLARED_NAME = re.compile(rf"\s+({_NAME_PART}(?:\.{_NAME_PART})*)")
 _CHAR_LITERAL = re.compile(r"'(?:\\(?:u\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{2}|.)|[^\\'\n])'")
 _RAW_STRING = re.compile(r'r(#*)"')
-_AXIOM_LINE = re.compile(
-    r"'[^']*' (?:depends on axioms: \[(?P<axioms>[^\]]*)\]|(?P<none>does not depend on any axioms))")
-#: characters allowed although Unicode calls them control characters
-_ALLOWED_CONTROL = frozenset("\n\t\r")
 
 
 # -- the simple scanner: the second reading of comments and literals ---------------

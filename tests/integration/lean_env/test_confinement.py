@@ -30,6 +30,7 @@ from lean_env import confinement, landlock, sandbox
 from lean_env.lean.protocol import decode_response, encode_request, response_frame_end
 from lean_env.lean.repl import ReplProcess
 from lean_env.sandbox import Limits, SandboxedProcess, run_batch
+from tests.integration.lean_env.test_sandbox import running_with
 
 HOSTILE = Path(__file__).with_name("hostile_repl.py")
 REPO = Path(__file__).resolve().parents[3]
@@ -38,20 +39,6 @@ DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 def fresh_marker() -> str:
     return f"lean-env-mark-{uuid.uuid4().hex}"
-
-
-def running_with(marker: str) -> list[int]:
-    """Processes (zombies aside) whose command line contains ``marker``: found by
-    scanning /proc, since a process in the sandbox's PID namespace has a number
-    there that means nothing here."""
-    found = []
-    for q in psutil.process_iter():
-        try:
-            if marker in " ".join(q.cmdline()) and q.status() != psutil.STATUS_ZOMBIE:
-                found.append(q.pid)
-        except psutil.Error:
-            continue
-    return found
 
 
 def hostile(marker: str, **kw) -> SandboxedProcess:
