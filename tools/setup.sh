@@ -94,11 +94,11 @@ fi
 if ! command -v coqtop >/dev/null 2>&1; then
   if [[ "${SGS_NO_APT:-0}" != 1 ]] && command -v apt-get >/dev/null 2>&1; then
     if [[ "$(id -u)" == 0 ]]; then
-      echo "[setup] installing Rocq (apt-get install coq libcoq-hammer)"
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq coq libcoq-hammer >/dev/null
+      echo "[setup] installing Rocq (apt-get install coq)"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq coq >/dev/null
     elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-      echo "[setup] installing Rocq (sudo apt-get install coq libcoq-hammer)"
-      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq coq libcoq-hammer >/dev/null
+      echo "[setup] installing Rocq (sudo apt-get install coq)"
+      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq coq >/dev/null
     fi
   fi
   if ! command -v coqtop >/dev/null 2>&1; then
@@ -108,34 +108,22 @@ if ! command -v coqtop >/dev/null 2>&1; then
     exit 1
   fi
 fi
-# CoqHammer: a header may load it, so the Rocq checker's tests check its commands and tactics
-# (tests/integration/lean_env/test_rocq_commands.py, tests/data/rocq_attacks.toml); installed with
-# Rocq above, and here when Rocq was there already without it.
-if [[ ! -d "$(coqc -where 2>/dev/null)/user-contrib/Hammer" ]] && [[ "${SGS_NO_APT:-0}" != 1 ]] \
-    && command -v apt-get >/dev/null 2>&1; then
-  if [[ "$(id -u)" == 0 ]]; then HAMMER_APT=(); elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then HAMMER_APT=(sudo); else HAMMER_APT=(none); fi
-  if [[ "${HAMMER_APT[0]:-}" != none ]]; then
-    echo "[setup] installing CoqHammer (apt-get install libcoq-hammer)"
-    "${HAMMER_APT[@]}" apt-get update -qq && "${HAMMER_APT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libcoq-hammer >/dev/null \
-      || echo "[setup] could not install libcoq-hammer: the Rocq tests that load CoqHammer will skip"
-  else
-    echo "[setup] note: CoqHammer is not installed; 'sudo apt-get install libcoq-hammer' adds it (the Rocq tests that load it skip)"
-  fi
-fi
-# The Debian Coq libraries the tactic-level corpus replays (python -m sgs.corpus, make corpus,
-# docs/corpus.md), installed like Rocq when missing and the user may install packages; without them
-# the corpus has the standard library alone (the rest of the project does not need them).
-CORPUS_PACKAGES="libcoq-bignums libcoq-flocq libcoq-coquelicot libcoq-ext-lib libcoq-stdpp libcoq-math-classes libcoq-hammer"
+# The Debian Coq libraries beyond Rocq itself, installed like Rocq when missing and the user may
+# install packages: CoqHammer, which a header may load (the Rocq checker's tests check its commands
+# and tactics: tests/integration/lean_env/test_rocq_commands.py, tests/data/rocq_attacks.toml; they
+# skip without it), and the libraries the tactic-level corpus replays (python -m sgs.corpus, make
+# corpus, docs/corpus.md; without them the corpus has the standard library alone).
+COQ_LIBRARIES="libcoq-hammer libcoq-bignums libcoq-flocq libcoq-coquelicot libcoq-ext-lib libcoq-stdpp libcoq-math-classes"
 if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ "${SGS_NO_APT:-0}" != 1 ]]; then
-  MISSING_CORPUS=$(for p in $CORPUS_PACKAGES; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done | xargs)
-  if [[ -n "$MISSING_CORPUS" ]]; then
+  MISSING=$(for p in $COQ_LIBRARIES; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done | xargs)
+  if [[ -n "$MISSING" ]]; then
     if [[ "$(id -u)" == 0 ]]; then APT=(); elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then APT=(sudo); else APT=(none); fi
     if [[ "${APT[0]:-}" != none ]]; then
-      echo "[setup] installing the corpus's Coq libraries (apt-get install $MISSING_CORPUS)"
-      "${APT[@]}" apt-get update -qq && "${APT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $MISSING_CORPUS >/dev/null \
-        || echo "[setup] could not install $MISSING_CORPUS: the corpus will have the standard library only"
+      echo "[setup] installing Coq libraries (apt-get install $MISSING)"
+      "${APT[@]}" apt-get update -qq && "${APT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $MISSING >/dev/null \
+        || echo "[setup] could not install $MISSING: the tests that load CoqHammer skip, the corpus has less"
     else
-      echo "[setup] note: the corpus's Coq libraries are not installed ($MISSING_CORPUS); 'sudo apt-get install $MISSING_CORPUS' adds them"
+      echo "[setup] note: some Coq libraries are not installed ($MISSING); 'sudo apt-get install $MISSING' adds them"
     fi
   fi
 fi
