@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
 
 from sgs.machinery.models.tiny import TinyModelSettings, build_tiny_model
+
+# A shell that starts the suite in the background hands it SIGINT ignored, and Python then keeps it
+# ignored; the tests of Ctrl-C handling (tests/integration/sgs/test_learner.py) need Python's own handler.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: The engines' test model: a tiny random Llama.  Hidden 64 with 2 heads is
 #: head_dim 32, the smallest vLLM's CPU kernels accept.
