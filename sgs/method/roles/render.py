@@ -5,7 +5,10 @@ A template directory holds one file per prompt, with these variables:
 * ``conjecturer.j2``: ``target``, the unsolved statement without its header;
 * ``conjecturer_unconditioned.j2``: none (the fixed prompt of the "no problem
   conditioning" ablation);
-* ``guide.j2``: ``target`` and ``conjecture``.
+* ``guide.j2``: ``target`` and ``conjecture``;
+* ``tactic.j2``: ``state`` (the goals before a step, as the prover prints
+  them) and ``premises`` (a block of retrieved lemmas; may be empty): the
+  Solver's prompt for one tactic, in a tactic-level search.
 
 The package ships one directory per language (``templates/lean``,
 ``templates/rocq``); a config can point at any other directory to swap the
@@ -36,7 +39,7 @@ MAX_PROMPT_HEADER_CHARS = 1_000
 HEADER_OMITTED = "(* ... the file's earlier text, in scope but not shown ... *)"
 
 #: The template files every directory must provide.
-PROMPT_NAMES = ("solver", "conjecturer", "conjecturer_unconditioned", "guide")
+PROMPT_NAMES = ("solver", "conjecturer", "conjecturer_unconditioned", "guide", "tactic")
 
 
 def template_dir(source: str | os.PathLike) -> Path:
@@ -89,6 +92,11 @@ class PromptSet:
         """Ask for the three sub-scores of ``conjecture`` as a stepping stone
         towards ``target``."""
         return self._templates["guide"].render(target=target, conjecture=conjecture)
+
+    def tactic(self, state: str, premises: str = "") -> str:
+        """Ask for the next tactic in proof ``state`` (the goals as the prover
+        prints them), with ``premises`` (retrieved lemmas, may be empty)."""
+        return self._templates["tactic"].render(state=state.strip(), premises=premises.strip())
 
 
 def prompt_header(header: str) -> str:
