@@ -1,0 +1,208 @@
+"""Proof rate of the learning-free baselines, side by side, per target group.
+
+    python -m sgs.prover.proof_rate --stdlib-test runs/corpus --limit 100 \\
+        --targets search-trees=runs/targets/search-trees.jsonl --provers sauto,automation \\
+        --seconds 60 --workers 2 --out runs/proof_rate
+
+Target groups: the standard library's held-out files (``--stdlib-test
+CORPUS``: the corpus's test-split theorems whose self-contained case plain
+``coqc`` finds closed, a seeded sample of ``--limit``), and any traced
+project's targets (``--targets NAME=FILE``, files written by
+``tools/trace_rocq_targets.py``).  Every proof goes through the verifier
+pool under the usual rules.  ``<out>/results.jsonl`` gets one line per
+(prover, target) as it finishes, and a rerun with the same ``--out`` skips
+what is there: a stopped run loses only the targets in flight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Optional, Sequence
+
+from lean_env.verdict import ProofTask, Status
+from sgs.prover.baselines import BASELINES, Baseline, baseline_tasks, target_of
+from sgs.prover.steps import load_theorems
+
+__all__ = ["stdlib_test_targets", "project_targets", "run_baseline", "summarize", "main"]
+
+
+def stdlib_test_targets(corpus: Path, limit: Optional[int], seed: int = 0) -> list[ProofTask]:
+    """The held-out standard-library theorems that plain ``coqc`` proves closed, as targets."""
+    targets = [target_of(f"{t.file}:{t.name}", t.case["header"], t.case["statement"])
+               for t in load_theorems(corpus, ("test",), ["stdlib"]) if t.case and t.truth == "closed"]
+    if limit is not None and limit < len(targets):
+        targets = sorted(random.Random(seed).sample(targets, limit), key=lambda t: t.id)
+    return targets
+
+
+def project_targets(path: Path) -> list[ProofTask]:
+    """A traced project's targets (``tools/trace_rocq_targets.py``'s JSON lines)."""
+    from sgs.config import TargetsConfig
+    from sgs.state.targets import load_targets
+    return [target_of(t.id, t.header, t.statement, t.load_path)
+            for t in load_targets(TargetsConfig(source=str(path)), "rocq")]
+
+
+def run_baseline(baseline: Baseline, targets: Sequence[ProofTask], *, seconds: float, workers: int,
+                 record) -> None:
+    """Try ``baseline`` on every target through a verifier pool; ``record(target, proof, seconds,
+    statuses)`` is called once per target as soon as its last proof is checked (``proof`` None: not
+    proved; ``statuses``: how many of its proofs ended in each verdict status, so that a target lost to
+    a system error is told from one the tactics could not prove)."""
+    from lean_env.backends import BackendSpec
+    from lean_env.cache import VerdictCache
+    from lean_env.pool import VerifierPool, VerifierPoolSettings
+
+    spec = BackendSpec("rocq", {"tactic_libraries": baseline.tactic_libraries} if baseline.tactic_libraries else {})
+    spec.check()
+    settings = VerifierPoolSettings(num_workers=workers, timeout=baseline.seconds_each(seconds))
+    pool = VerifierPool(spec, settings, VerdictCache())
+    waiting: dict[str, int] = {}
+    proved: dict[str, Optional[str]] = {}
+    spent: dict[str, float] = defaultdict(float)
+    statuses: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    by_id = {t.id: t for t in targets}
+    try:
+        for target in targets:
+            tasks = baseline_tasks(target, baseline)
+            waiting[target.id] = len(tasks)
+            proved[target.id] = None
+            for task in tasks:
+                pool.submit(task)
+        for task, verdict in pool.results():
+            target_id = task.id.rsplit("#", 1)[0]
+            waiting[target_id] -= 1
+            spent[target_id] += verdict.seconds
+            statuses[target_id][verdict.status.value] += 1
+            if verdict.status is Status.VALID and proved[target_id] is None:
+                proved[target_id] = task.proof
+            if waiting[target_id] == 0:
+                record(by_id[target_id], proved[target_id], spent[target_id], dict(statuses[target_id]))
+    finally:
+        pool.shutdown()
+
+
+def summarize(rows: Sequence[dict]) -> dict[str, dict[str, dict]]:
+    """``{group: {prover: {targets, proved, rate}}}`` from result lines."""
+    table: dict[str, dict[str, dict]] = defaultdict(dict)
+    for row in rows:
+        cell = table[row["group"]].setdefault(row["prover"], {"targets": 0, "proved": 0})
+        cell["targets"] += 1
+        cell["proved"] += bool(row["proved"])
+    for cells in table.values():
+        for cell in cells.values():
+            cell["rate"] = round(cell["proved"] / cell["targets"], 4) if cell["targets"] else 0.0
+    return dict(table)
+
+
+def format_summary(table: dict[str, dict[str, dict]], provers: Sequence[str]) -> str:
+    lines = [f"{'group':<24}{'targets':>8}" + "".join(f"{p:>18}" for p in provers)]
+    for group, cells in table.items():
+        count = max(c["targets"] for c in cells.values())
+        row = f"{group:<24}{count:>8}"
+        for prover in provers:
+            cell = cells.get(prover)
+            row += f"{cell['proved']:>8} ({cell['rate']:.3f})" if cell else f"{'-':>18}"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def _read_rows(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m sgs.prover.proof_rate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stdlib-test", type=Path, metavar="CORPUS", help="held-out standard-library theorems")
+    parser.add_argument("--limit", type=int, help="seeded sample of the standard-library targets")
+    parser.add_argument("--targets", action="append", default=[], metavar="NAME=FILE", help="traced project targets")
+    parser.add_argument("--provers", default=",".join(BASELINES), help=f"comma-separated: {', '.join(BASELINES)}")
+    parser.add_argument("--seconds", type=float, default=60.0, help="time per lemma and prover")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, required=True)
+    return parser
+
+
+def _groups(args) -> tuple[dict[str, list[ProofTask]], list[str]]:
+    groups: dict[str, list[ProofTask]] = {}
+    problems = []
+    if args.stdlib_test is not None:
+        if not args.stdlib_test.is_dir():
+            problems.append(f"--stdlib-test {args.stdlib_test}: not a corpus directory")
+        else:
+            groups["stdlib-test"] = stdlib_test_targets(args.stdlib_test, args.limit, args.seed)
+            if not groups["stdlib-test"]:
+                problems.append(f"--stdlib-test {args.stdlib_test}: no held-out standard-library theorem")
+    for item in args.targets:
+        name, sep, file = item.partition("=")
+        if not sep or not name or not Path(file).is_file():
+            problems.append(f"--targets {item!r}: expected NAME=FILE with an existing file")
+            continue
+        try:
+            groups[name] = project_targets(Path(file))
+        except (ValueError, OSError) as error:
+            problems.append(f"--targets {item!r}: {error}")
+    if not groups and not problems:
+        problems.append("no targets: give --stdlib-test CORPUS and/or --targets NAME=FILE")
+    return groups, problems
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    provers = [p for p in args.provers.split(",") if p]
+    problems = [f"--provers: unknown {p!r} (known: {', '.join(BASELINES)})" for p in provers if p not in BASELINES]
+    if args.seconds <= 0 or args.workers < 1:
+        problems.append("--seconds must be > 0 and --workers >= 1")
+    groups, more = _groups(args)
+    problems += more
+    if problems:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = args.out / "results.jsonl"
+    rows = _read_rows(results)
+    done = {(r["prover"], r["group"], r["target"]) for r in rows}
+    import ray
+    ray.init(num_cpus=args.workers, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+    started = time.monotonic()
+    try:
+        with results.open("a") as sink:
+            for prover in provers:
+                for group, targets in groups.items():
+                    todo = [t for t in targets if (prover, group, t.id) not in done]
+
+                    def record(target, proof, seconds, statuses, prover=prover, group=group):
+                        row = {"prover": prover, "group": group, "target": target.id, "proved": proof is not None,
+                               "proof": proof, "seconds": round(seconds, 2), "statuses": statuses}
+                        rows.append(row)
+                        sink.write(json.dumps(row) + "\n")
+                        sink.flush()
+
+                    if todo:
+                        print(f"{prover} on {group}: {len(todo)} targets", file=sys.stderr)
+                        run_baseline(BASELINES[prover], todo, seconds=args.seconds, workers=args.workers,
+                                     record=record)
+    finally:
+        ray.shutdown()
+    wanted = {(p, g, t.id) for p in provers for g, targets in groups.items() for t in targets}
+    table = summarize([r for r in rows if (r["prover"], r["group"], r["target"]) in wanted])
+    summary = {"seconds_per_lemma": args.seconds, "workers": args.workers, "provers": provers,
+               "wall_seconds": round(time.monotonic() - started, 1), "table": table}
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(format_summary(table, provers))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""`python -m sgs.prover.proof_rate` as a user runs it, on real coqtop: two targets, a resumed run, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("coqtop") is None, reason="needs coqtop")
+
+HEADER = "Require Import Arith Lia."
+TARGETS = [
+    {"id": "easy_arith", "header": HEADER, "statement": "Theorem easy_arith : forall n : nat, n + 0 = n."},
+    # needs induction and a lemma: none of the automation list proves it
+    {"id": "rev_rev", "header": "Require Import List.",
+     "statement": "Theorem rev_rev : forall (l : list nat), List.rev (List.rev l) = l."},
+]
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "sgs.prover.proof_rate", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_automation_proves_what_it_can_and_a_rerun_resumes(tmp_path):
+    targets = tmp_path / "targets.jsonl"
+    targets.write_text("".join(json.dumps(t) + "\n" for t in TARGETS))
+    out = tmp_path / "out"
+    args = ["--targets", f"tiny={targets}", "--provers", "automation", "--seconds", "24", "--workers", "1",
+            "--out", str(out)]
+    first = _run(*args)
+    assert first.returncode == 0, first.stderr
+    rows = {r["target"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert rows["easy_arith"]["proved"] and rows["easy_arith"]["proof"].startswith("Proof.")
+    assert not rows["rev_rev"]["proved"] and rows["rev_rev"]["statuses"] == {"invalid": 12}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["table"]["tiny"]["automation"] == {"targets": 2, "proved": 1, "rate": 0.5}
+    again = _run(*args)
+    assert again.returncode == 0
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2   # nothing tried twice
+    assert "1 (0.500)" in again.stdout
+
+
+def test_bad_arguments_name_the_problem_and_exit_2(tmp_path):
+    run = _run("--targets", "nofile", "--provers", "magic", "--out", str(tmp_path / "o"))
+    assert run.returncode == 2
+    assert "unknown 'magic'" in run.stderr and "NAME=FILE" in run.stderr
+    assert not (tmp_path / "o").exists()
+    assert _run("--out", str(tmp_path / "o")).returncode == 2      # no targets at all
