@@ -23,7 +23,9 @@ project it runs in; without a command, ``lake env repl`` in that project.
 (Rocq: none by default; Lean: ``propext``, ``Classical.choice``,
 ``Quot.sound``).  Rocq: ``--allow-bug-prone fixpoints,vm_reduction`` accepts
 the proof features that reach Coq 8.16's known soundness bugs
-(:mod:`lean_env.rocq.known_bugs`; refused by default).
+(:mod:`lean_env.rocq.known_bugs`; refused by default); ``--tactic-library
+'From Hammer Require Import Tactics.'`` (repeatable) loads a library after
+every header (:mod:`lean_env.rocq.tactic_libraries`).
 """
 
 from __future__ import annotations
@@ -104,6 +106,8 @@ def build_spec(args: argparse.Namespace) -> BackendSpec:
     if args.allow_bug_prone is not None:
         options["allow_bug_prone_features"] = tuple(
             name.strip() for name in args.allow_bug_prone.split(",") if name.strip())
+    if getattr(args, "tactic_library", None):
+        options["tactic_libraries"] = tuple(args.tactic_library)
     if args.backend == "lean":
         command = args.repl_command or os.environ.get(ENV_REPL_COMMAND)
         project_dir = args.project_dir or os.environ.get(ENV_PROJECT_DIR)
@@ -130,8 +134,9 @@ def usage_problem(args: argparse.Namespace) -> Optional[str]:
                                               ("--writable-path", args.writable_path)) if value]
         if lean_only:
             return f"{' and '.join(lean_only)} {'applies' if len(lean_only) == 1 else 'apply'} to --backend lean only"
-    elif args.allow_bug_prone is not None:
-        return "--allow-bug-prone applies to --backend rocq only"
+    elif args.allow_bug_prone is not None or getattr(args, "tactic_library", None):
+        return f"{'--allow-bug-prone' if args.allow_bug_prone is not None else '--tactic-library'} applies to " \
+               "--backend rocq only"
     if not Path(args.input).is_file():
         return f"input file {args.input} does not exist"
     if args.workers < 1 or args.timeout <= 0:
@@ -242,6 +247,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     v.add_argument("--allow-bug-prone", metavar="F,G",
                    help="Rocq only: accept proof features that reach Coq 8.16's known soundness bugs "
                         "(fixpoints, vm_reduction); refused by default")
+    v.add_argument("--tactic-library", action="append", metavar="SENTENCE", default=None,
+                   help="Rocq only: a Require sentence run after every task's header, so that proofs may use its "
+                        "tactics ('From Hammer Require Import Tactics.'; repeatable); a statement whose term it "
+                        "changes is refused")
     v.add_argument("--cache", help="persist verdicts to this JSONL cache file")
     v.add_argument("--quiet", action="store_true", help="no progress bar")
     audit = v.add_mutually_exclusive_group()

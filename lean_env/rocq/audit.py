@@ -35,6 +35,7 @@ Entry point: :func:`audit_proof` (used by
 part that reads the first three commands' results, :func:`judge_term` the
 fourth's.  Reasons: ``ok``, ``audit_compile_failed``, ``audit_coqchk_failed``,
 ``audit_axioms:<names>``, ``audit_known_bug:<feature>``, ``audit_timeout``,
+``audit_tactic_libraries_change_statement``,
 ``audit_unavailable`` (``audit_text_rejected`` is the backend's, for text its
 normal checks refuse).
 """
@@ -51,6 +52,7 @@ from lean_env.rocq.coqchk import CensusError, coqchk_options, parse_summary, par
 from lean_env.rocq.checks import Sentence, Statement
 from lean_env.rocq.config import RocqConfig
 from lean_env.rocq.output import parse_assumptions
+from lean_env.rocq.tactic_libraries import CHANGED, meaning_source
 from lean_env.rocq.term_check import (
     PRINT_SETTINGS, located_constants, lookup_names, nothing_to_look_for, objection, printed_body, scan_term, tokens,
     unexplained_fixpoints)
@@ -65,6 +67,8 @@ AUDIT_MODULE = "Audited"
 QUERY_MODULE = "AssumptionsQuery"
 #: the file that prints the theorem's body for the term check
 TERM_MODULE = "TermQuery"
+#: the file that compares the statement's term with and without the tactic libraries
+MEANING_MODULE = "MeaningQuery"
 #: the files that look up library fixpoints: ``Locate`` of their names, ``Print`` of the constants
 LOCATE_MODULE, LIBRARY_MODULE = "LocateQuery", "LibraryQuery"
 #: the largest file a command may write: a proof's .vo is far smaller, and a
@@ -132,13 +136,28 @@ def commands(config: RocqConfig) -> list[list[str]]:
 
 
 def audit_proof(config: RocqConfig, header: Sequence[Sentence], statement: Statement, body: Sequence[Sentence],
-                timeout: float, *, own_header: bool = False) -> AuditOutcome:
+                timeout: float, *, own_header: bool = False, libraries: Sequence[Sentence] = ()) -> AuditOutcome:
     """Compile, coqchk and query one proof whose text passed the checks;
     ``timeout`` seconds of wall clock for all three commands.  ``own_header``:
     the header is a project file's text, which may declare axioms of its own
-    in the compiled module (see :func:`judge`)."""
+    in the compiled module (see :func:`judge`).  ``libraries``: the tactic
+    libraries, loaded after the header, after ``coqc`` has compared the
+    statement's term with and without them
+    (:mod:`lean_env.rocq.tactic_libraries`)."""
     deadline = time.monotonic() + timeout
     limits = dataclasses.replace(config.limits(), file_size_bytes=AUDIT_FILE_SIZE_BYTES)
+    if libraries:
+        try:
+            meaning = run_batch([[*_coqc(config), f"{MEANING_MODULE}.v"]],
+                                files={f"{MEANING_MODULE}.v": meaning_source(header, statement, libraries)},
+                                deadline=deadline, env=config.child_env(), limits=limits, name="rocq-audit-meaning")
+        except FileNotFoundError as e:
+            return AuditOutcome(Status.SYSTEM_ERROR, "audit_unavailable", (str(e),))
+        if not meaning or meaning[0].timed_out:
+            return AuditOutcome(Status.TIMEOUT, "audit_timeout", ("the meaning query did not finish in time",))
+        if not meaning[0].ok:
+            return AuditOutcome(Status.INVALID, f"audit_{CHANGED}", _failure("the meaning query", meaning[0]))
+        header = [*header, *libraries]
     files = {f"{AUDIT_MODULE}.v": audit_source(header, statement, body),
              f"{QUERY_MODULE}.v": query_source(header, statement.name),
              f"{TERM_MODULE}.v": term_source(header, statement.name)}

@@ -8,8 +8,10 @@ learns to write.  A proof is valid when all of this holds:
    print-only queries :mod:`lean_env.rocq.commands` allows, then ``Qed.`` or
    ``Defined.``, nothing after it; nothing that reaches a known bug of Coq
    8.16, :mod:`lean_env.rocq.known_bugs`, unless the config allows it);
-2. in a coqtop session at the state right after the header, the trusted
-   statement opens exactly the proof of its name;
+2. in a coqtop session at the state right after the header (and the
+   configured tactic libraries, which must leave the statement's term as it
+   was: :mod:`lean_env.rocq.tactic_libraries`), the trusted statement opens
+   exactly the proof of its name;
 3. every body sentence, sent one at a time, moves Coq to a new state and
    prints no error (the first failure ends the check), and each reply has
    exactly the structure :mod:`lean_env.rocq.output` expects;
@@ -59,7 +61,7 @@ import random
 import re
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator, Literal, Optional
 
 from lean_env.backend import ProverBackend
@@ -72,6 +74,8 @@ from lean_env.rocq.config import CHECKS_VERSION, TOPLEVEL_MODULE, RocqConfig
 from lean_env.rocq.load_path import LoadPath, LoadPathError, load_path_argv, parse_load_path
 from lean_env.rocq.output import Reply, parse_assumptions
 from lean_env.rocq.session import RocqSession, SessionDied, SessionError, SessionGarbled, SessionTimeout
+from lean_env.rocq.tactic_libraries import MeaningCache, library_sentences, meaning_changed
+from lean_env.rocq.tactic_state import OpenProof, TacticResult
 from lean_env.rocq.term_check import PRINT_SETTINGS, nothing_to_look_for, objection, scan_term, unexplained_in_session
 from lean_env.verdict import ProofTask, Status, Verdict
 
@@ -119,35 +123,6 @@ class _Stop(Exception):
         self.outcome = _Outcome(status, reason, messages)
 
 
-@dataclass
-class TacticResult:
-    """The answer to one step of the tactic-level API."""
-
-    #: ``goals``: the proof goes on; ``error``: the step was refused or failed
-    #: and the proof is unchanged; ``finished``: the proof is closed and
-    #: verified (``verdict`` is valid); ``failed``: the proof cannot go on
-    #: (``verdict`` says why)
-    kind: Literal["goals", "error", "finished", "failed"]
-    #: Coq's display of the remaining goals (unchanged after an error)
-    goals: str = ""
-    #: prover or checker messages about this step
-    messages: list[str] = field(default_factory=list)
-    #: the final verdict, for ``finished`` and ``failed``
-    verdict: Optional[Verdict] = None
-
-
-@dataclass
-class _OpenProof:
-    """A proof being built through the tactic-level API."""
-
-    #: the session holding the proof (the proof is lost if it is replaced)
-    session: RocqSession
-    #: the theorem being proved
-    statement: Statement
-    #: the goals as Coq last displayed them
-    goals: str
-
-
 class RocqBackend(ProverBackend):
     """Checks Rocq proofs on one persistent coqtop session (plus a spare)."""
 
@@ -164,6 +139,9 @@ class RocqBackend(ProverBackend):
         self._allowed_axioms = frozenset(self.config.allowed_axioms)
         #: known-bug classes this deployment lets through (:mod:`lean_env.rocq.known_bugs`)
         self._allowed_features = frozenset(self.config.allow_bug_prone_features)
+        #: ``Require`` sentences run after every header (:mod:`lean_env.rocq.tactic_libraries`)
+        self._libraries = library_sentences(self.config.tactic_libraries)
+        self._meanings = MeaningCache()
         #: the axiom census (``None`` when disabled or coqchk is unusable)
         self.census = AxiomCensus.create(self.config, self._coq_version) if self.config.axiom_census else None
         #: draws which census-covered proofs are audited anyway (seeded: reproducible)
@@ -174,7 +152,7 @@ class RocqBackend(ProverBackend):
         self.worker = worker or f"rocq:{socket.gethostname()}:{os.getpid()}"
         self._session: Optional[RocqSession] = None
         self._spare: Optional[RocqSession] = None
-        self._proof: Optional[_OpenProof] = None
+        self._proof: Optional[OpenProof] = None
 
     @property
     def version(self) -> str:
@@ -196,8 +174,9 @@ class RocqBackend(ProverBackend):
             return self._verdict(_bad_load_path(e), started)
         except RocqTextError as e:
             return self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
-        return self._attempt(lambda session: self._prove(session, header, statement, body, limit), started,
-                             load_path)
+        return self._attempt(self._with_libraries(
+            header, statement, limit, lambda session, loaded: self._prove(session, loaded, statement, body, limit)),
+            started, load_path)
 
     def _validate_task(self, task: ProofTask, load_path: LoadPath) -> tuple[list[Sentence], Statement, list[Sentence]]:
         """The task's header, statement and proof split into checked sentences;
@@ -221,7 +200,9 @@ class RocqBackend(ProverBackend):
             return self._verdict(_bad_load_path(e), started)
         except RocqTextError as e:
             return self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
-        return self._attempt(lambda session: self._elaborate(session, sentences, parsed, limit), started, paths)
+        return self._attempt(self._with_libraries(
+            sentences, parsed, limit, lambda session, loaded: self._elaborate(session, loaded, parsed, limit)),
+            started, paths)
 
     def audit(self, task: ProofTask, timeout: Optional[float] = None) -> Verdict:
         """The second opinion (:mod:`lean_env.rocq.audit`): the whole file
@@ -240,7 +221,8 @@ class RocqBackend(ProverBackend):
                                  started)
         config = dataclasses.replace(self.config, extra_args=(*self.config.extra_args, *load_path_argv(load_path)))
         # a project header may declare axioms of its own: only the theorem itself may not be one
-        found = audit_proof(config, header, statement, body, limit, own_header=bool(load_path))
+        found = audit_proof(config, header, statement, body, limit, own_header=bool(load_path),
+                            libraries=self._libraries)
         messages = tuple(m[:self.config.max_message_chars] for m in found.messages)
         return self._verdict(_Outcome(found.status, found.reason, messages), started)
 
@@ -373,16 +355,16 @@ class RocqBackend(ProverBackend):
             verdict = self._verdict(_Outcome(Status.INVALID, e.reason, (e.detail,)), started)
             return TacticResult("failed", messages=list(verdict.messages), verdict=verdict)
 
-        def work(session: RocqSession) -> _Outcome:
-            deadline = self._enter(session, sentences, limit)
+        def work(session: RocqSession, loaded: list[Sentence]) -> _Outcome:
+            deadline = self._enter(session, loaded, limit)
             with self._input_blamed():
                 opened = self._open(session, parsed, deadline)
                 if not session.run("Proof.", deadline).ok:
                     raise _Stop(Status.INVALID, "statement_error", ("'Proof.' failed",))
-            self._proof = _OpenProof(session=session, statement=parsed, goals=opened.message)
+            self._proof = OpenProof(session=session, statement=parsed, goals=opened.message)
             return _Outcome(Status.VALID, "open")
 
-        verdict = self._attempt(work, started, paths)
+        verdict = self._attempt(self._with_libraries(sentences, parsed, limit, work), started, paths)
         if self._proof is None:
             return TacticResult("failed", messages=list(verdict.messages), verdict=verdict)
         return TacticResult("goals", goals=self._proof.goals)
@@ -486,14 +468,36 @@ class RocqBackend(ProverBackend):
         return self._verdict(_Outcome(Status.SYSTEM_ERROR, "crash", (str(error)[:self.config.max_message_chars],)),
                              started)
 
-    def _enter(self, session: RocqSession, header: list[Sentence], timeout: float) -> float:
+    def _with_libraries(self, header: list[Sentence], statement: Statement, timeout: float,
+                        work: Callable[[RocqSession, list[Sentence]], _Outcome]) -> Callable[[RocqSession], _Outcome]:
+        """``work`` under the header followed by the tactic libraries, once
+        they are known to leave the statement's term unchanged (asked once per
+        header, statement and libraries: :mod:`lean_env.rocq.tactic_libraries`)."""
+        if not self._libraries:
+            return lambda session: work(session, header)
+        key = MeaningCache.key(header, statement, self._libraries)
+
+        def run(session: RocqSession) -> _Outcome:
+            known, found = self._meanings.get(key)
+            if not known:
+                deadline = self._enter(session, header, timeout, identify=False)
+                with self._input_blamed():
+                    found = meaning_changed(lambda text: session.run(text, deadline), statement, self._libraries)
+                self._meanings.put(key, found)
+            if found is not None:
+                return _Outcome(Status(found.status), found.reason, found.messages)
+            return work(session, [*header, *self._libraries])
+        return run
+
+    def _enter(self, session: RocqSession, header: list[Sentence], timeout: float, identify: bool = True) -> float:
         """Bring ``session`` to the state right after ``header`` (with its own
-        time limit) and return the deadline for the work that follows."""
+        time limit) and return the deadline for the work that follows;
+        ``identify``: have the census look at the state."""
         self._proof = None
         header_deadline = time.monotonic() + self.config.header_timeout
         try:
             failed = session.enter(tuple(s.text for s in header), header_deadline)
-            if failed is None and self.census is not None and session.environment is None:
+            if failed is None and identify and self.census is not None and session.environment is None:
                 session.environment = self.census.identify(session, header_deadline)
         except SessionTimeout as e:
             raise _Stop(Status.SYSTEM_ERROR, "header_timeout",

@@ -37,6 +37,12 @@ _POSITIVE_FIELDS = ("timeout", "header_timeout", "start_timeout", "max_checks", 
                     "max_message_chars", "census_timeout")
 
 
+#: the only sentences ``tactic_libraries`` may hold: one ``Require`` (with
+#: ``From``, ``Import`` or ``Export``) of dotted library names, nothing else
+TACTIC_LIBRARY_SENTENCE = re.compile(
+    r"\s*(?:From\s+[\w']+(?:\.[\w']+)*\s+)?Require(?:\s+(?:Import|Export))?(?:\s+[\w']+(?:\.[\w']+)*)+\s*\.\s*")
+
+
 class RocqConfigError(ValueError):
     """The backend is configured in a way that cannot work (no coqtop, a
     coqtop that does not answer ``-v``, a nonsensical limit)."""
@@ -80,6 +86,14 @@ class RocqConfig:
     #: (``vm_compute``, ``native_compute``, ``Compute``, ``<:``; the VM's
     #: bugs).  None by default: such text is refused with ``known_bug:<name>``
     allow_bug_prone_features: tuple[str, ...] = ()
+    #: ``Require`` sentences (``"From Hammer Require Import Tactics."``) the
+    #: checker runs after every task's own header and before its statement, so
+    #: that proofs may use those libraries' tactics under headers that never
+    #: load them.  A statement must elaborate to the same term with and
+    #: without them, or the task is refused with
+    #: ``tactic_libraries_change_statement``
+    #: (:mod:`lean_env.rocq.tactic_libraries`).  None by default
+    tactic_libraries: tuple[str, ...] = ()
     #: longest proof body / tactic step accepted, in characters
     max_proof_chars: int = 50_000
     #: longest statement accepted, in characters
@@ -133,12 +147,16 @@ class RocqConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.census_audit_fraction, (int, float)) or not 0 <= self.census_audit_fraction <= 1:
             raise RocqConfigError(f"census_audit_fraction must be in [0, 1], got {self.census_audit_fraction!r}")
-        for name in ("extra_args", "allowed_axioms", "allow_bug_prone_features"):
+        for name in ("extra_args", "allowed_axioms", "allow_bug_prone_features", "tactic_libraries"):
             value = getattr(self, name)
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise RocqConfigError(f"{name} must be a list of strings, got {value!r}")
             object.__setattr__(self, name, tuple(value))
         object.__setattr__(self, "extra_env", dict(self.extra_env))
+        for sentence in self.tactic_libraries:
+            if not TACTIC_LIBRARY_SENTENCE.fullmatch(sentence):
+                raise RocqConfigError(f"tactic_libraries: {sentence!r} is not one Require sentence "
+                                      f"(such as 'From Hammer Require Import Tactics.')")
         unknown = sorted(set(self.allow_bug_prone_features) - set(FEATURE_NAMES))
         if unknown:
             raise RocqConfigError(f"allow_bug_prone_features: unknown {unknown} (known: {list(FEATURE_NAMES)})")
@@ -197,5 +215,6 @@ class RocqConfig:
         """A short hash of every setting that can change a verdict."""
         policy = repr((sorted(self.allowed_axioms), self.extra_args, self.max_proof_chars,
                        self.max_statement_chars, self.max_header_chars, self.max_sentences,
-                       sorted(self.allow_bug_prone_features), self.max_project_header_chars))
+                       sorted(self.allow_bug_prone_features), self.max_project_header_chars,
+                       *([self.tactic_libraries] if self.tactic_libraries else [])))
         return hashlib.sha256(policy.encode()).hexdigest()[:12]

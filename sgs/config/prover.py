@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from omegaconf import MISSING
 
 from lean_env.lean.config import AXIOM_CHECKS
+from lean_env.rocq.config import TACTIC_LIBRARY_SENTENCE
 from lean_env.rocq.known_bugs import FEATURE_NAMES as BUG_PRONE_FEATURES
 from sgs.config.checks import Choice
 
@@ -67,6 +68,12 @@ class RocqSettings:
     #: VM's bugs).  Empty by default: such proofs are refused with
     #: ``known_bug:<feature>`` (``lean_env/rocq/known_bugs.py``).
     allow_bug_prone_features: list[str] = field(default_factory=list)
+    #: ``Require`` sentences the checker runs after every target's own header
+    #: and before its statement (``From Hammer Require Import Tactics.``: the
+    #: ``sauto`` family under headers that never load CoqHammer).  A statement
+    #: whose term they change is refused with
+    #: ``tactic_libraries_change_statement`` (docs/proof_checking.md).
+    tactic_libraries: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -126,4 +133,8 @@ def prover_problems(prover: ProverConfig) -> list[str]:
         if unknown:
             problems.append(f"prover.rocq.allow_bug_prone_features: unknown {unknown} "
                             f"(choose from {list(BUG_PRONE_FEATURES)})")
+        for sentence in prover.rocq.tactic_libraries:
+            if not isinstance(sentence, str) or not TACTIC_LIBRARY_SENTENCE.fullmatch(sentence):
+                problems.append(f"prover.rocq.tactic_libraries: {sentence!r} is not one Require sentence "
+                                f"(such as 'From Hammer Require Import Tactics.')")
     return problems

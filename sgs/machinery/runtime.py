@@ -311,6 +311,8 @@ def backend_spec(prover: ProverConfig) -> BackendSpec:
     if prover.backend == "rocq":
         options["coqtop"] = prover.rocq.coqtop
         options["allow_bug_prone_features"] = list(prover.rocq.allow_bug_prone_features)
+        if prover.rocq.tactic_libraries:
+            options["tactic_libraries"] = list(prover.rocq.tactic_libraries)
     else:
         options["repl_command"] = prover.lean.repl_command
         options["project_dir"] = prover.lean.project_dir

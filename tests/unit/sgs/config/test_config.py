@@ -253,6 +253,8 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
         (["prover.audit_fraction=1.5"], "prover.audit_fraction=1.5 must be between 0 and 1"),
         (["prover.rocq.allow_bug_prone_features=[fixpoint]"],
          "prover.rocq.allow_bug_prone_features: unknown ['fixpoint'] (choose from ['fixpoints', 'vm_reduction'])"),
+        (["prover.rocq.tactic_libraries=['Require Import Arith. Unset Guard Checking.']"],
+         "prover.rocq.tactic_libraries: 'Require Import Arith. Unset Guard Checking.' is not one Require sentence"),
         (["prover=lean", f"targets.source={C.ROCQ_TARGETS}"],
          f"targets.source='{C.ROCQ_TARGETS}' holds rocq statements but prover.language='lean'"),
         (["prover=rocq", f"targets.source={C.D3K_TARGETS}"],

@@ -7,6 +7,7 @@ engines' GPUs.  ``python -m sgs`` itself: ``tests/e2e/test_loop.py``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -282,6 +283,8 @@ def test_prover_settings_become_the_verifier_backend_recipe():
     assert spec.name == "rocq"
     assert spec.options == {"timeout": 7.0, "allowed_axioms": [], "coqtop": "/opt/coqtop",
                             "allow_bug_prone_features": ["fixpoints"]}
+    hammer = dataclasses.replace(prover, rocq=RocqSettings(tactic_libraries=["From Hammer Require Import Tactics."]))
+    assert backend_spec(hammer).options["tactic_libraries"] == ["From Hammer Require Import Tactics."]
 
 
 def test_colocated_engines_are_pinned_round_robin_over_the_node_gpus():
