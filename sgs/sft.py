@@ -64,6 +64,7 @@ from sgs.analysis.evaluation import conjecturer_outputs, guide_parse_rate, read_
 from sgs.machinery.learner import TrainExample, TrainSettings, train
 from sgs.machinery.models import ModelPaths, default_cache_dir
 from sgs.machinery.models.tiny import BUILD_INFO_FILE
+from sgs.prover.ship import RECORD as PROVER_RECORD
 from sgs.state.records import Target
 from sgs.machinery.prompts import Prompter, chat_prompt
 from sgs.machinery.runtime import (Checkpoint, conjecturer_settings, model_paths, pinned_gpus, sampling_settings,
@@ -130,12 +131,16 @@ def training_examples(examples: Sequence[WarmstartExample], tokenizer: Any,
 
 def base_identity(path: str) -> str:
     """What identifies the base model in the cache key: the tiny model's build
-    fingerprint (it covers architecture, seed and tokenizer corpus), else the
-    checkpoint's path or hub id as given."""
-    try:
-        return "tiny:" + json.loads((Path(path) / BUILD_INFO_FILE).read_text())["fingerprint"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return "path:" + (os.path.abspath(path) if os.path.isdir(path) else path)
+    fingerprint (it covers architecture, seed and tokenizer corpus), the
+    shipped prover's weight hash (:mod:`sgs.prover.ship`; its path stays the
+    same when the weights are replaced), else the checkpoint's path or hub id
+    as given."""
+    for prefix, record, key in (("tiny:", BUILD_INFO_FILE, "fingerprint"), ("prover:", PROVER_RECORD, "weights_sha256")):
+        try:
+            return prefix + json.loads((Path(path) / record).read_text())[key]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return "path:" + (os.path.abspath(path) if os.path.isdir(path) else path)
 
 
 def cache_key(cfg: SGSConfig, paths: ModelPaths) -> dict:

@@ -92,6 +92,7 @@ from sgs.config.schema import (  # noqa: F401  (the package's public names)
     ProverBackend,
     ProverConfig,
     register_configs,
+    model_location,
     resolve_source_path,
     ResourcesConfig,
     RewardNormalisation,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from sgs.config.schema import HUB_SCHEME, ProverConfig, SGSConfig, resolve_source_path
+from sgs.config.schema import HUB_SCHEME, ProverConfig, SGSConfig, model_location, resolve_source_path
 from sgs.config.derived import engine_backend, warmstart_enabled
 from sgs.config.validation import to_schema
 
@@ -88,7 +88,7 @@ def _model_path_problems(cfg: SGSConfig) -> list[str]:
     problems = []
     for key in ("path", "tokenizer_path", "guide_path"):
         value = getattr(cfg.model, key)
-        if value is not None and missing_model_directory(value):
+        if value is not None and missing_model_directory(model_location(value)):
             problems.append(f"model directory not found: model.{key}={value!r}")
     return problems
 

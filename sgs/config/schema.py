@@ -278,3 +278,10 @@ def resolve_source_path(source: str) -> Path | None:
             raise ValueError(f"package source {source!r}: no package named {package!r}") from error
         return Path(str(root.joinpath(relative)))
     return Path(source).expanduser()
+
+
+def model_location(value: str) -> str:
+    """A ``model.path``-like value as the loaders take it: a ``pkg://`` source
+    (a checkpoint shipped inside a package, such as the general Rocq prover)
+    becomes its directory; hub ids and paths are returned unchanged."""
+    return str(resolve_source_path(value)) if value.startswith(PACKAGE_SCHEME) else value

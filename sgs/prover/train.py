@@ -202,7 +202,7 @@ def train(options: TrainOptions, log=print) -> dict:
     encoded = _encode(examples, tokenizer)
     held_out_encoded = _encode(held_out, tokenizer)
     optimizer = torch.optim.AdamW(model.parameters(), lr=options.learning_rate, weight_decay=0.01)
-    progress = {"size": options.size, "parameters": sum(p.numel() for p in model.parameters()),
+    progress = {"size": options.size, "libraries": list(options.libraries or ["all"]), "parameters": sum(p.numel() for p in model.parameters()),
                 "examples": len(encoded), "steps": 0, "tokens": 0, "seconds": 0.0, "epochs": 0.0}
     if resuming:
         optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt"))

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sgs.config import ModelConfig
+from sgs.config import ModelConfig, model_location
 from sgs.machinery.models.tiny import TinyModelSettings, build_fingerprint, build_tiny_model, load_model_and_tokenizer
 
 __all__ = [
@@ -62,7 +62,7 @@ def resolve_model_paths(
     build.  Unset ``tokenizer_path`` / ``guide_path`` fall back to the base.
     """
     if model.path is not None:
-        base = model.path
+        base = model_location(model.path)
     else:
         if model.tiny is None:
             raise ValueError("model.path is null and model.tiny is not set: nothing to load or build")
@@ -72,6 +72,6 @@ def resolve_model_paths(
         base = str(build_tiny_model(root / "tiny_models" / fingerprint[:16], texts, model.tiny, seed))
     return ModelPaths(
         base=base,
-        tokenizer=model.tokenizer_path or base,
-        guide=model.guide_path or base,
+        tokenizer=model_location(model.tokenizer_path) if model.tokenizer_path else base,
+        guide=model_location(model.guide_path) if model.guide_path else base,
     )
