@@ -367,14 +367,14 @@ class RocqBackend(ProverBackend):
         verdict = self._attempt(self._with_libraries(sentences, parsed, limit, work), started, paths)
         if self._proof is None:
             return TacticResult("failed", messages=list(verdict.messages), verdict=verdict)
-        return TacticResult("goals", goals=self._proof.goals)
+        return TacticResult("goals", goals=self._proof.goals, state=self._proof.state)
 
-    def run_tactic(self, tactic: str, timeout: Optional[float] = None) -> TacticResult:
-        """Run one step (one or more tactic sentences) on the proof opened by
-        :meth:`start_proof`.  A step is atomic: if any sentence fails, the
-        proof returns to where it was before the step.  When no goal is left
-        the proof is closed with ``Qed`` and verified like :meth:`check_proof`.
-        Raises ``RuntimeError`` when no proof is open."""
+    def run_tactic(self, tactic: str, timeout: Optional[float] = None, *, at: Optional[int] = None) -> TacticResult:
+        """Run one step (one or more tactic sentences) on the proof opened by :meth:`start_proof`, from
+        ``at`` (a :attr:`TacticResult.state` it reached; going back forgets the states after it) or from where
+        it is.  A step is atomic: if any sentence fails, the proof returns to where it was before the step.
+        When no goal is left the proof is closed with ``Qed`` and verified like :meth:`check_proof`.  Raises
+        ``RuntimeError`` when no proof is open, ``ValueError`` for an ``at`` it cannot go back to."""
         started = time.monotonic()
         limit = self._timeout(timeout)
         proof = self._proof
@@ -387,10 +387,11 @@ class RocqBackend(ProverBackend):
             return TacticResult("error", goals=proof.goals, messages=[e.detail])
         session = proof.session
         name = proof.statement.name
-        assert session.prompt is not None
-        before = session.prompt.state
         deadline = time.monotonic() + limit
         try:
+            if at is not None:
+                proof.rewind(at, deadline)
+            before = proof.state
             for sentence in sentences:
                 reply = session.run(sentence.text, deadline)
                 if not reply.ok:
@@ -398,13 +399,13 @@ class RocqBackend(ProverBackend):
                     return TacticResult("error", goals=proof.goals, messages=list(self._messages(reply)))
                 if reply.prompt.pending != (name,):
                     raise SessionGarbled("protocol_violation", f"open proofs became {reply.prompt.pending}")
-            proof.goals = reply.message
+            proof.reached(reply.message)
             # Coq's own wording is only a hint to try Qed; Qed decides.
             if re.search(r"^No more goals", proof.goals, re.M):
                 closed = session.run("Qed.", deadline)
                 if closed.ok and closed.prompt.top_level:
                     return self._end_proof(self._closed(session, name, deadline), started)
-            return TacticResult("goals", goals=proof.goals)
+            return TacticResult("goals", goals=proof.goals, state=proof.state)
         except SessionTimeout:
             return self._end_proof(_Outcome(Status.TIMEOUT, "timeout", ("no answer before the time limit",)),
                                    started)
