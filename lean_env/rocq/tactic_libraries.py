@@ -59,7 +59,7 @@ BEFORE = "sgs_meaning_before_tactic_libraries"
 AFTER = "sgs_meaning_after_tactic_libraries"
 
 #: Ltac comparing the two declared types, between ``Goal True.`` and ``Abort.``
-COMPARE = f"let a := type of {BEFORE} in let b := type of {AFTER} in constr_eq a b."
+COMPARE = f"let a := type of @{BEFORE} in let b := type of @{AFTER} in constr_eq a b."
 
 #: the reason of a statement whose meaning the libraries change
 CHANGED = "tactic_libraries_change_statement"

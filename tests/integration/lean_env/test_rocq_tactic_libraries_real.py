@@ -53,6 +53,8 @@ SAUTO = [
     ("Theorem t (n m : nat) : n + m = m + n.", "Proof. hauto use: Nat.add_comm. Qed."),
     ("Theorem t (P Q : Prop) : P /\\ Q -> Q /\\ P.", "Proof. qauto. Qed."),
     ("Theorem t (A : Type) (x y : A) (f : A -> A) : x = y -> f x = f y.", "Proof. sauto. Qed."),
+    # maximal implicit binders: the comparison takes the types of @copy, not of copy
+    ("Theorem t {A : Type} {x y : A} (f : A -> A) : x = y -> f x = f y.", "Proof. sauto. Qed."),
 ]
 
 
