@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -58,15 +59,23 @@ class OnlinePredictor(Predictor, Protocol):
         ...
 
 
-def _build_knn(corpus: Path) -> Predictor:
+def _build_knn(corpus: Path, checkpoint: str) -> Predictor:
     model = KnnTactics()
     model.add_steps(load_steps(corpus, splits=("train",)))
     return model
 
 
-#: name -> how to build that predictor from a corpus's training split (every library's)
-PREDICTORS: dict[str, Callable[[Path], Predictor]] = {
+def _build_model(corpus: Path, checkpoint: str) -> Predictor:
+    from sgs.config import model_location
+    from sgs.prover.model_tactics import ModelTactics
+    return ModelTactics(model_location(checkpoint))
+
+
+#: name -> how to build that predictor from a corpus's training split (every
+#: library's) and a model checkpoint (``--checkpoint``; only models read it)
+PREDICTORS: dict[str, Callable[[Path, str], Predictor]] = {
     "knn": _build_knn,
+    "model": _build_model,
 }
 
 
@@ -152,6 +161,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--libraries", help="comma-separated libraries to score (default: every one); "
                                             "the predictor always learns every library's training split")
     parser.add_argument("--limit", type=int, help="score at most this many steps")
+    parser.add_argument("--sample", type=int, metavar="N",
+                        help="score a seeded sample of N held-out theorems (in file order) instead of all")
+    parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    parser.add_argument("--checkpoint", default="pkg://sgs/data/rocq_prover",
+                        help="the model predictor's checkpoint (default: the shipped prover)")
     setting = parser.add_mutually_exclusive_group()
     setting.add_argument("--online", dest="online", action="store_true", default=True,
                          help="learn each held-out theorem after scoring it (default)")
@@ -166,17 +180,20 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not args.corpus.is_dir() or not shards(args.corpus):
         print(f"error: {args.corpus} is not a corpus directory (no shards; see docs/corpus.md)", file=sys.stderr)
         return 2
-    if args.limit is not None and args.limit <= 0:
-        print("error: --limit must be positive", file=sys.stderr)
+    if (args.limit is not None and args.limit <= 0) or (args.sample is not None and args.sample <= 0):
+        print("error: --limit and --sample must be positive", file=sys.stderr)
         return 2
     libraries = [name for name in args.libraries.split(",") if name] if args.libraries else None
     held_out = list(load_theorems(args.corpus, splits=(args.split,), libraries=libraries))
+    if args.sample is not None and args.sample < len(held_out):
+        chosen = set(random.Random(args.seed).sample(range(len(held_out)), args.sample))
+        held_out = [t for i, t in enumerate(held_out) if i in chosen]
     if not any(theorem_steps(t) for t in held_out):
         which = f" of {', '.join(libraries)}" if libraries else ""
         print(f"error: the {args.split} split{which} in {args.corpus} has no tactic steps", file=sys.stderr)
         return 2
     clock = time.perf_counter()
-    predictor = PREDICTORS[args.predictor](args.corpus)
+    predictor = PREDICTORS[args.predictor](args.corpus, args.checkpoint)
     built = time.perf_counter() - clock
     if args.online and not isinstance(predictor, OnlinePredictor):
         print(f"error: predictor {args.predictor} cannot learn (no add): use --offline", file=sys.stderr)
@@ -186,7 +203,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(format_report(report))
     if args.json:
         figures = {"predictor": args.predictor, "split": args.split, "corpus": str(args.corpus),
-                   "libraries": libraries, "limit": args.limit, "build_seconds": built, **report.as_dict()}
+                   "libraries": libraries, "limit": args.limit,
+                   "sample": args.sample, "seed": args.seed, "checkpoint": args.checkpoint, "build_seconds": built, **report.as_dict()}
         args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return 0
 

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 
 from sgs.corpus.records import FileRecord, Mention, Step, TheoremRecord, shard_path, write_shard
 from sgs.prover.premises import BM25, Premise, PremiseIndex, format_premises, main, premise_line, terms
-from tests.paths import REPO
 
 
 def test_bm25_scores_by_hand():
@@ -108,13 +105,12 @@ def tiny_corpus(root):
     return root
 
 
-def test_the_command_measures_a_tiny_corpus(tmp_path):
+def test_the_command_measures_a_tiny_corpus(tmp_path, capsys):
     corpus = tiny_corpus(tmp_path / "corpus")
     out = tmp_path / "figures.json"
-    done = subprocess.run([sys.executable, "-m", "sgs.prover.premises", "--corpus", str(corpus), "--split", "test",
-                           "--json", str(out)], cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "premise retrieval on the test split" in done.stdout and "proof retrieval" in done.stdout
+    assert main(["--corpus", str(corpus), "--split", "test", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "premise retrieval on the test split" in printed and "proof retrieval" in printed
     figures = json.loads(out.read_text())
     premises = figures["premise_retrieval"]
     assert (premises["steps"], premises["lemmas"], premises["lemmas_in_scope"]) == (2, 2, 2)

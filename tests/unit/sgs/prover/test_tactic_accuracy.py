@@ -4,8 +4,6 @@ learning within a held-out file, per-library tallies, and the command."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -13,7 +11,6 @@ from sgs.corpus.records import FileRecord, Step, TheoremRecord, shard_path, writ
 from sgs.prover import accuracy
 from sgs.prover.knn import KnnTactics
 from sgs.prover.steps import load_theorems
-from tests.paths import REPO
 
 
 def goals(conclusion: str) -> str:
@@ -95,13 +92,12 @@ def test_limit_and_a_predictor_that_cannot_learn(corpus):
         accuracy.evaluate(Fixed([]), held, online=True)
 
 
-def test_the_command_builds_the_registered_predictor_and_writes_its_figures(corpus, tmp_path):
+def test_the_command_builds_the_registered_predictor_and_writes_its_figures(corpus, tmp_path, capsys):
     out = tmp_path / "figures.json"
-    done = subprocess.run([sys.executable, "-m", "sgs.prover.accuracy", "--corpus", str(corpus), "--predictor",
-                           "knn", "--split", "test", "--libraries", "flocq", "--offline", "--json", str(out)],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "flocq" in done.stdout and "predictions/s" in done.stdout
+    assert accuracy.main(["--corpus", str(corpus), "--predictor", "knn", "--split", "test", "--libraries", "flocq",
+                          "--offline", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "flocq" in printed and "predictions/s" in printed
     figures = json.loads(out.read_text())
     # training holds "n + 0 = n" -> lia. and "even n" -> constructor.; flocq asks for lia and auto
     assert (figures["setting"], figures["total"]["steps"], figures["total"]["top1"]) == ("offline", 2, 1)
