@@ -66,9 +66,15 @@ def _build_knn(corpus: Path, checkpoint: str) -> Predictor:
 
 
 def _build_model(corpus: Path, checkpoint: str) -> Predictor:
+    """A checkpoint; one trained with premises in its prompts (its ``progress.json``
+    says so) gets them from the corpus's training files."""
     from sgs.config import model_location
+    from sgs.prover.examples import PremisePrompts
     from sgs.prover.model_tactics import ModelTactics
-    return ModelTactics(model_location(checkpoint))
+    path = Path(model_location(checkpoint))
+    record = path / "progress.json"
+    with_premises = record.is_file() and json.loads(record.read_text()).get("premises", False)
+    return ModelTactics(path, premises=PremisePrompts.from_corpus(corpus) if with_premises else None)
 
 
 #: name -> how to build that predictor from a corpus's training split (every

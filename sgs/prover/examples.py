@@ -14,6 +14,11 @@ Three kinds, in the prompts the product asks them in
 Long states are cut to :data:`MAX_STATE_CHARS`, keeping the focused goal's
 conclusion and the hypotheses nearest it: those are what the next tactic
 acts on, and a small model's context is short.
+
+With :class:`PremisePrompts`, a tactic prompt also shows the lemmas BM25
+ranks most relevant to the state (:mod:`sgs.prover.premises`), from the
+training files and the earlier theorems of the step's own file (never the
+theorem itself or a later one: what its author had in scope).
 """
 
 from __future__ import annotations
@@ -25,16 +30,20 @@ from pathlib import Path
 
 from sgs.corpus.records import TheoremRecord
 from sgs.method.roles import PromptSet
+from sgs.prover.premises import PremiseIndex, format_premises, mentioned_paths, modules_of, premises_from_theorems
 from sgs.prover.steps import StepExample, load_theorems, theorem_steps
 from sgs.state.warmstart import load_corpus
 
-__all__ = ["TextExample", "MAX_STATE_CHARS", "MAX_PROOF_CHARS", "clip_state", "tactic_example",
-           "proof_example", "training_examples"]
+__all__ = ["TextExample", "MAX_STATE_CHARS", "MAX_PROOF_CHARS", "PremisePrompts", "clip_state",
+           "tactic_example", "proof_example", "training_examples"]
 
 #: the longest proof state a prompt shows (the 90th percentile of the corpus is about 700)
 MAX_STATE_CHARS = 1_200
 #: whole-proof examples only for proofs up to this long (statement + script)
 MAX_PROOF_CHARS = 1_000
+#: retrieved premises shown in a tactic prompt, and the most characters they take
+PREMISES_SHOWN = 6
+PREMISE_CHARS = 600
 #: the marker that separates hypotheses from the conclusion in Rocq's display
 _RULE = "============================"
 
@@ -73,6 +82,30 @@ def clip_state(state: str, limit: int = MAX_STATE_CHARS) -> str:
     return text
 
 
+class PremisePrompts:
+    """The premise block of a tactic prompt, from an index of earlier theorems."""
+
+    def __init__(self, index: PremiseIndex, shown: int = PREMISES_SHOWN, budget: int = PREMISE_CHARS) -> None:
+        self.index, self.shown, self.budget = index, shown, budget
+
+    @classmethod
+    def from_corpus(cls, corpus: Path, libraries: Iterable[str] | None = None) -> "PremisePrompts":
+        """Premises of the corpus's training files (what every held-out file may use)."""
+        theorems = list(load_theorems(corpus, ("train",), libraries))
+        return cls(PremiseIndex(premises_from_theorems(theorems, modules_of(corpus), mentioned_paths(theorems))))
+
+    def block(self, state: str, library: str = "", file: str = "", line: int = 0) -> str:
+        """The block for ``state``; with the step's ``file`` and theorem ``line``, the
+        premises stated at or after that line in the same file are left out."""
+        premises = self.index.premises
+
+        def in_scope(i: int) -> bool:
+            p = premises[i]
+            return not (p.library == library and p.file == file and p.line >= line)
+
+        return format_premises(self.index.rank(state, self.shown, in_scope if file else None), self.budget)
+
+
 def tactic_example(step: StepExample, prompts: PromptSet, premises: str = "") -> TextExample:
     return TextExample(prompts.tactic(clip_state(step.state), premises), step.tactic, "tactic")
 
@@ -85,22 +118,25 @@ def proof_example(theorem: TheoremRecord, prompts: PromptSet) -> TextExample | N
     return TextExample(prompts.solver("", statement), f"```coq\n{statement}\n{theorem.proof.strip()}\n```", "proof")
 
 
-def _corpus_examples(theorems: Iterable[TheoremRecord], prompts: PromptSet) -> Iterator[TextExample]:
+def _corpus_examples(theorems: Iterable[TheoremRecord], prompts: PromptSet,
+                     premises: PremisePrompts | None) -> Iterator[TextExample]:
     for theorem in theorems:
         for step in theorem_steps(theorem):
-            yield tactic_example(step, prompts)
+            block = premises.block(step.state, theorem.library, theorem.file, theorem.line) if premises else ""
+            yield tactic_example(step, prompts, block)
         whole = proof_example(theorem, prompts)
         if whole is not None:
             yield whole
 
 
 def training_examples(corpus: Path, splits: Sequence[str], *, warmstart: str | None = None,
-                      libraries: Iterable[str] | None = None, seed: int = 0) -> list[TextExample]:
+                      libraries: Iterable[str] | None = None, seed: int = 0,
+                      premises: PremisePrompts | None = None) -> list[TextExample]:
     """Every example of the chosen corpus splits, plus the warm-start corpus
     (``warmstart``: a path or ``pkg://`` source; None leaves it out), shuffled
-    with ``seed``."""
+    with ``seed``; with ``premises``, tactic prompts show retrieved lemmas."""
     prompts = PromptSet("rocq")
-    examples = list(_corpus_examples(load_theorems(corpus, splits, libraries), prompts))
+    examples = list(_corpus_examples(load_theorems(corpus, splits, libraries), prompts, premises))
     if warmstart is not None:
         examples += [TextExample(e.prompt, e.completion, "role") for e in load_corpus(warmstart)]
     random.Random(seed).shuffle(examples)

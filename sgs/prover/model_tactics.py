@@ -58,11 +58,11 @@ class ModelTactics:
         self._model, self._tokenizer = load_model_and_tokenizer(path, dtype="float32")
         self._chat = chat_prompt
         self._prompts = PromptSet("rocq")
-        #: an optional ranker with ``prompt_block(state) -> str`` (retrieved lemmas for the prompt)
+        #: a :class:`sgs.prover.examples.PremisePrompts` for a model trained with premises
         self._premises = premises
 
     def prompt(self, state: str) -> str:
-        premises = self._premises.prompt_block(state) if self._premises is not None else ""
+        premises = self._premises.block(state) if self._premises is not None else ""
         return self._chat(self._tokenizer, self._prompts.tactic(clip_state(state), premises))
 
     def predict(self, state: str, k: int) -> list[str]:

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from sgs.config import TinyModelSettings
-from sgs.prover.examples import TextExample, training_examples
+from sgs.prover.examples import PremisePrompts, TextExample, training_examples
 
 __all__ = ["SIZES", "TrainOptions", "train", "main"]
 
@@ -83,6 +83,8 @@ class TrainOptions:
     seed: int = 0
     warmstart: Optional[str] = "pkg://sgs/data/warmstart_rocq.jsonl"
     libraries: Optional[tuple[str, ...]] = None
+    #: show retrieved premises in the tactic prompts (:class:`sgs.prover.examples.PremisePrompts`)
+    premises: bool = False
 
 
 def _encode(examples: Sequence[TextExample], tokenizer) -> list[tuple[list[int], int]]:
@@ -188,10 +190,11 @@ def train(options: TrainOptions, log=print) -> dict:
     transformers.utils.logging.disable_progress_bar()
     torch.manual_seed(options.seed)
     options.out.mkdir(parents=True, exist_ok=True)
+    premises = PremisePrompts.from_corpus(options.corpus, options.libraries) if options.premises else None
     examples = training_examples(options.corpus, ("train",), warmstart=options.warmstart,
-                                 libraries=options.libraries, seed=options.seed)
+                                 libraries=options.libraries, seed=options.seed, premises=premises)
     held_out = [e for e in training_examples(options.corpus, ("valid",), libraries=options.libraries,
-                                             seed=options.seed) if e.kind == "tactic"][:1000]
+                                             seed=options.seed, premises=premises) if e.kind == "tactic"][:1000]
     if not examples:
         raise ValueError(f"no training examples in {options.corpus}")
     checkpoint = options.out / CHECKPOINT
@@ -202,7 +205,8 @@ def train(options: TrainOptions, log=print) -> dict:
     encoded = _encode(examples, tokenizer)
     held_out_encoded = _encode(held_out, tokenizer)
     optimizer = torch.optim.AdamW(model.parameters(), lr=options.learning_rate, weight_decay=0.01)
-    progress = {"size": options.size, "libraries": list(options.libraries or ["all"]), "parameters": sum(p.numel() for p in model.parameters()),
+    progress = {"size": options.size, "libraries": list(options.libraries or ["all"]), "premises": options.premises,
+                "parameters": sum(p.numel() for p in model.parameters()),
                 "examples": len(encoded), "steps": 0, "tokens": 0, "seconds": 0.0, "epochs": 0.0}
     if resuming:
         optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt"))
@@ -271,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--libraries", help="comma-separated corpus libraries (default: all)")
+    parser.add_argument("--premises", action="store_true", help="show retrieved premises in the tactic prompts")
     return parser
 
 
@@ -291,7 +296,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     options = TrainOptions(corpus=args.corpus, out=args.out, size=args.size, minutes=args.minutes,
                            learning_rate=args.learning_rate, batch_tokens=args.batch_tokens,
                            save_minutes=args.save_minutes, threads=args.threads, seed=args.seed,
-                           libraries=libraries)
+                           libraries=libraries, premises=args.premises)
     try:
         train(options)
     except ValueError as error:

@@ -106,3 +106,16 @@ def test_bad_arguments_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "not a directory" in err and "known sizes" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_premise_blocks_show_only_what_the_author_had_in_scope():
+    from sgs.prover.examples import PremisePrompts
+    from sgs.prover.premises import Premise, PremiseIndex
+    index = PremiseIndex([Premise("Lib.A.add_zero", "Lemma add_zero n : n + 0 = n.", "lib", "A.v", 5),
+                          Premise("Lib.A.later_add", "Lemma later_add n : n + 0 + 0 = n.", "lib", "A.v", 50)])
+    blocks = PremisePrompts(index, shown=2, budget=500)
+    state = "n : nat\n============================\nn + 0 = n"
+    assert "later_add" in blocks.block(state)                       # no theorem given: everything
+    in_file = blocks.block(state, "lib", "A.v", 20)                  # a theorem at line 20 of A.v
+    assert "Lib.A.add_zero" in in_file and "later_add" not in in_file
+    assert "add_zero" in blocks.block(state, "lib", "B.v", 1)        # other files' lemmas stay in scope
