@@ -1,0 +1,58 @@
+"""The model side of a search: tactics for a proof state, each with a score.
+
+A best-first search orders states by the summed log-probabilities of the
+tactics on their paths, so a proposer answers :class:`Proposal` s, not bare
+tactics.  The predictors of :mod:`sgs.prover` (``ModelTactics``, the k-NN
+predictor) answer ``predict(state, k) -> list[str]``, best first, without
+scores; :class:`RankedProposer` gives their answers a rank prior instead
+(``log 1/(rank+1)``: the first is free, the second costs log 2, ...), which
+keeps their order and lets a path of first choices win over a path of
+second choices.  A predictor that knows its log-probabilities (sampling
+through the engine group) is a proposer of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+__all__ = ["Proposal", "Proposer", "Predictor", "RankedProposer", "FixedTactics"]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    tactic: str
+    #: the tactic's log-probability given the state (0 at most)
+    logprob: float
+
+
+class Proposer(Protocol):
+    def propose(self, state: str, k: int) -> list[Proposal]:
+        """At most ``k`` tactics for ``state`` (:func:`sgs.prover.steps.proof_state`), best first."""
+
+
+class Predictor(Protocol):
+    def predict(self, state: str, k: int) -> list[str]:
+        """At most ``k`` tactics for ``state``, best first."""
+
+
+class RankedProposer:
+    """A :class:`Predictor`'s answers scored by rank (see the module's docstring)."""
+
+    def __init__(self, predictor: Predictor) -> None:
+        self.predictor = predictor
+
+    def propose(self, state: str, k: int) -> list[Proposal]:
+        return [Proposal(tactic, -math.log(rank + 1)) for rank, tactic in enumerate(self.predictor.predict(state, k))]
+
+
+class FixedTactics:
+    """The same tactics for every state: a learning-free predictor (a search
+    over fixed automation), and the scripted proposer of tests."""
+
+    def __init__(self, tactics: Sequence[str]) -> None:
+        self.tactics = tuple(tactics)
+
+    def predict(self, state: str, k: int) -> list[str]:
+        return list(self.tactics[:k])
