@@ -1,8 +1,18 @@
-"""Proof rate of the learning-free baselines, side by side, per target group.
+"""Proof rate of the provers side by side, per target group.
 
     python -m sgs.prover.proof_rate --stdlib-test runs/corpus --limit 100 \\
-        --targets search-trees=runs/targets/search-trees.jsonl --provers sauto,automation \\
+        --targets search-trees=runs/targets/search-trees.jsonl \\
+        --provers sauto,automation,search,search-no-finishers,search-knn \\
         --seconds 60 --workers 2 --out runs/proof_rate
+
+The provers (:data:`PROVERS`): the learning-free baselines of
+:mod:`sgs.prover.baselines` (whole proofs through the verifier pool), and
+tactic-level searches (:mod:`sgs.search`, best-first, one Ray actor per
+search) proposing with the trained model (``--checkpoint``, default the
+shipped prover) or the k-NN learner (built from ``--corpus``'s training
+split), with or without the symbolic finishers.  Searches load CoqHammer's
+tactics after each target's header so that ``sauto`` can finish (the
+checker refuses the library where it would change the statement).
 
 Target groups: the standard library's held-out files (``--stdlib-test
 CORPUS``: the corpus's test-split theorems whose self-contained case plain
@@ -23,14 +33,34 @@ import random
 import sys
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
 from lean_env.verdict import ProofTask, Status
-from sgs.prover.baselines import BASELINES, Baseline, baseline_tasks, target_of
+from sgs.prover.baselines import BASELINES, HAMMER_TACTICS, Baseline, baseline_tasks, target_of
 from sgs.prover.steps import load_theorems
+from sgs.search.settings import ROCQ_FINISHERS, SearchSettings
 
-__all__ = ["stdlib_test_targets", "project_targets", "run_baseline", "summarize", "main"]
+__all__ = ["SearchProver", "PROVERS", "stdlib_test_targets", "project_targets", "run_baseline", "run_search",
+           "summarize", "main"]
+
+
+@dataclass(frozen=True)
+class SearchProver:
+    #: the predictor that proposes tactics (:data:`sgs.prover.accuracy.PREDICTORS`)
+    predictor: str
+    finishers: tuple[str, ...]
+    description: str = ""
+
+
+#: every prover the comparison knows, by name
+PROVERS: dict[str, Baseline | SearchProver] = {
+    **BASELINES,
+    "search": SearchProver("model", ROCQ_FINISHERS, "best-first search, the trained model proposing, finishers"),
+    "search-no-finishers": SearchProver("model", (), "the same search without the finishers"),
+    "search-knn": SearchProver("knn", ROCQ_FINISHERS, "best-first search, the k-NN learner proposing, finishers"),
+}
 
 
 def stdlib_test_targets(corpus: Path, limit: Optional[int], seed: int = 0) -> list[ProofTask]:
@@ -89,6 +119,23 @@ def run_baseline(baseline: Baseline, targets: Sequence[ProofTask], *, seconds: f
         pool.shutdown()
 
 
+def run_search(prover: SearchProver, targets: Sequence[ProofTask], *, seconds: float, workers: int,
+               corpus: Optional[Path], checkpoint: str, record) -> None:
+    """Search every target (best-first, ``seconds`` each) on ``workers`` Ray actors; ``record`` as
+    :func:`run_baseline`'s, the statuses being the re-check's (or the search's end when nothing was found)."""
+    from sgs.search.workers import ProposerSpec, search_all
+
+    settings = SearchSettings(lemma_seconds=seconds, tactic_seconds=min(10.0, seconds), finishers=prover.finishers)
+    spec = ProposerSpec(prover.predictor, str(corpus) if corpus else None, checkpoint)
+
+    def done(target: ProofTask, result: dict) -> None:
+        status = result["verdict"]["status"] if result["verdict"] else f"not_found:{result['stop']}"
+        record(target, result["proof"], result["stats"].get("seconds", 0.0), {status: 1})
+
+    search_all(targets, settings=settings, proposer=spec, rocq_options={"tactic_libraries": (HAMMER_TACTICS,)},
+               workers=workers, record=done)
+
+
 def summarize(rows: Sequence[dict]) -> dict[str, dict[str, dict]]:
     """``{group: {prover: {targets, proved, rate}}}`` from result lines."""
     table: dict[str, dict[str, dict]] = defaultdict(dict)
@@ -103,13 +150,14 @@ def summarize(rows: Sequence[dict]) -> dict[str, dict[str, dict]]:
 
 
 def format_summary(table: dict[str, dict[str, dict]], provers: Sequence[str]) -> str:
-    lines = [f"{'group':<24}{'targets':>8}" + "".join(f"{p:>18}" for p in provers)]
+    widths = [max(16, len(p) + 2) for p in provers]
+    lines = [f"{'group':<24}{'targets':>8}" + "".join(f"{p:>{w}}" for p, w in zip(provers, widths))]
     for group, cells in table.items():
         count = max(c["targets"] for c in cells.values())
         row = f"{group:<24}{count:>8}"
-        for prover in provers:
+        for prover, width in zip(provers, widths):
             cell = cells.get(prover)
-            row += f"{cell['proved']:>8} ({cell['rate']:.3f})" if cell else f"{'-':>18}"
+            row += f"{cell['proved']} ({cell['rate']:.3f})".rjust(width) if cell else "-".rjust(width)
         lines.append(row)
     return "\n".join(lines)
 
@@ -125,7 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stdlib-test", type=Path, metavar="CORPUS", help="held-out standard-library theorems")
     parser.add_argument("--limit", type=int, help="seeded sample of the standard-library targets")
     parser.add_argument("--targets", action="append", default=[], metavar="NAME=FILE", help="traced project targets")
-    parser.add_argument("--provers", default=",".join(BASELINES), help=f"comma-separated: {', '.join(BASELINES)}")
+    parser.add_argument("--provers", default=",".join(BASELINES), help=f"comma-separated: {', '.join(PROVERS)}")
+    parser.add_argument("--corpus", type=Path, help="the corpus the k-NN learner learns from (search-knn)")
+    parser.add_argument("--checkpoint", default="pkg://sgs/data/rocq_prover",
+                        help="the model the searches propose with (default: the shipped prover)")
     parser.add_argument("--seconds", type=float, default=60.0, help="time per lemma and prover")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
@@ -160,7 +211,10 @@ def _groups(args) -> tuple[dict[str, list[ProofTask]], list[str]]:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     provers = [p for p in args.provers.split(",") if p]
-    problems = [f"--provers: unknown {p!r} (known: {', '.join(BASELINES)})" for p in provers if p not in BASELINES]
+    problems = [f"--provers: unknown {p!r} (known: {', '.join(PROVERS)})" for p in provers if p not in PROVERS]
+    if any(isinstance(PROVERS.get(p), SearchProver) and PROVERS[p].predictor == "knn" for p in provers) and not (
+            args.corpus and args.corpus.is_dir()):
+        problems.append("search-knn needs --corpus CORPUS (the k-NN learner's training split)")
     if args.seconds <= 0 or args.workers < 1:
         problems.append("--seconds must be > 0 and --workers >= 1")
     groups, more = _groups(args)
@@ -189,10 +243,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         sink.write(json.dumps(row) + "\n")
                         sink.flush()
 
-                    if todo:
-                        print(f"{prover} on {group}: {len(todo)} targets", file=sys.stderr)
-                        run_baseline(BASELINES[prover], todo, seconds=args.seconds, workers=args.workers,
-                                     record=record)
+                    if not todo:
+                        continue
+                    print(f"{prover} on {group}: {len(todo)} targets", file=sys.stderr)
+                    entry = PROVERS[prover]
+                    if isinstance(entry, Baseline):
+                        run_baseline(entry, todo, seconds=args.seconds, workers=args.workers, record=record)
+                    else:
+                        run_search(entry, todo, seconds=args.seconds, workers=args.workers, corpus=args.corpus,
+                                   checkpoint=args.checkpoint, record=record)
     finally:
         ray.shutdown()
     wanted = {(p, g, t.id) for p in provers for g, targets in groups.items() for t in targets}

@@ -50,3 +50,25 @@ def test_bad_arguments_name_the_problem_and_exit_2(tmp_path):
     assert "unknown 'magic'" in run.stderr and "NAME=FILE" in run.stderr
     assert not (tmp_path / "o").exists()
     assert _run("--out", str(tmp_path / "o")).returncode == 2      # no targets at all
+
+
+def test_a_search_prover_runs_on_ray_actors_and_its_proofs_are_rechecked(tmp_path):
+    from sgs.corpus.records import FileRecord, Step, TheoremRecord, shard_path, write_shard
+    corpus = tmp_path / "corpus"
+    goals = "1 goal (ID 3)\n  \n  n : nat\n  ============================\n  n + 0 = n"
+    theorem = TheoremRecord(library="lib", file="T.v", name="t", line=1, statement="Lemma t n : n + 0 = n.",
+                            proof="Proof.\n  lia.\nQed.", ending="Qed", split="train",
+                            steps=[Step(tactic="lia.", kind="tactic", goals=goals, num_goals=1, line=2)])
+    write_shard(shard_path(corpus, "lib", "T.v"),
+                FileRecord(library="lib", file="T.v", module="Lib.T", split="train", status="ok"), [theorem])
+    targets = tmp_path / "targets.jsonl"
+    targets.write_text(json.dumps(TARGETS[0]) + "\n")
+    out = tmp_path / "out"
+    run = _run("--targets", f"tiny={targets}", "--provers", "search-knn", "--corpus", str(corpus),
+               "--seconds", "20", "--workers", "1", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    row = json.loads((out / "results.jsonl").read_text())
+    assert row["proved"] and row["statuses"] == {"valid": 1}        # the re-check's verdict
+    assert row["proof"].startswith("Proof.") and row["proof"].rstrip().endswith("Qed.")
+    missing = _run("--targets", f"tiny={targets}", "--provers", "search-knn", "--out", str(tmp_path / "o2"))
+    assert missing.returncode == 2 and "needs --corpus" in missing.stderr

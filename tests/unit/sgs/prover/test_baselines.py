@@ -33,3 +33,14 @@ def test_the_table_counts_targets_and_rates_per_group_and_prover():
     assert table["h"]["sauto"]["rate"] == 1.0
     text = format_summary(table, ["sauto", "automation"])
     assert "1 (0.500)" in text and text.splitlines()[2].split()[:2] == ["h", "1"]
+
+
+def test_every_prover_of_the_comparison_is_a_baseline_or_a_search():
+    from sgs.prover.accuracy import PREDICTORS
+    from sgs.prover.proof_rate import PROVERS, SearchProver
+    from sgs.prover.baselines import Baseline
+    assert set(BASELINES) <= set(PROVERS)
+    searches = {name: p for name, p in PROVERS.items() if isinstance(p, SearchProver)}
+    assert all(isinstance(p, (Baseline, SearchProver)) for p in PROVERS.values())
+    assert {p.predictor for p in searches.values()} <= set(PREDICTORS)
+    assert searches["search-no-finishers"].finishers == () and "sauto" in searches["search"].finishers
