@@ -3,7 +3,7 @@
 #   make test   set everything up, then run the test suite
 PY := .venv/bin/python
 
-.PHONY: setup demo test test-full test-fast test-unit verify-sample corpus bench bench-quick gpu-check ablation long-horizon long-horizon-levers clean
+.PHONY: setup demo test test-full test-fast test-unit verify-sample corpus prover proof-rate bench bench-quick gpu-check ablation long-horizon long-horizon-levers clean
 
 setup:
 	bash tools/setup.sh
@@ -26,6 +26,27 @@ CORPUS_JOBS ?= 1
 corpus: setup
 	$(PY) -m sgs.corpus extract --out $(CORPUS_DIR) --jobs $(CORPUS_JOBS) $(CORPUS_ARGS)
 	$(PY) -m sgs.corpus stats $(CORPUS_DIR)
+
+# the general Rocq prover (docs/prover.md): train on the corpus's standard library for
+# PROVER_MINUTES CPU-minutes (resumable: run it again after stopping it), then ship the
+# weights into sgs/data/rocq_prover, where every Rocq run finds them; needs the standard
+# library's part of the corpus (CORPUS_ARGS="--libraries stdlib" make corpus: 45 minutes)
+PROVER_RUN ?= runs/prover/final
+PROVER_SIZE ?= xs
+PROVER_MINUTES ?= 48
+prover: setup
+	$(PY) -m sgs.prover train --corpus $(CORPUS_DIR) --out $(PROVER_RUN) --size $(PROVER_SIZE) \
+	    --minutes $(PROVER_MINUTES) --libraries stdlib --threads 2
+	$(PY) -m sgs.prover ship $(PROVER_RUN)/checkpoint sgs/data/rocq_prover
+
+# issue 44's comparison (docs/prover.md): the learning-free baselines and the searches on
+# the held-out standard-library files and the five shared projects' traced targets
+# (TARGETS_ARGS: --targets NAME=FILE for each, written by tools/trace_rocq_targets.py)
+PROOF_RATE_SECONDS ?= 60
+proof-rate: setup
+	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs.prover proof-rate --stdlib-test $(CORPUS_DIR) \
+	    --limit 50 $(TARGETS_ARGS) --corpus $(CORPUS_DIR) --seconds $(PROOF_RATE_SECONDS) --workers 2 \
+	    --provers automation,sauto,search-knn,search,search-no-finishers --out runs/proof_rate
 
 # the suite on TEST_WORKERS pytest-xdist workers, a test file per worker at a
 # time; every test but the few marked `full` (what CI runs, under 30 minutes)
