@@ -121,7 +121,7 @@ def test_override_problems_names_every_option_no_config_group_has():
     ])
     experiments = ", ".join(sorted(p.stem for p in (REPO / "conf" / "experiment").glob("[!_]*.yaml")))
     assert problems == [f"experiment='standrad' is not one of {experiments}",
-                        "model='huge' is not one of deepseek_prover_v2_7b, tiny"]
+                        "model='huge' is not one of deepseek_prover_v2_7b, rocq_prover, tiny"]
     # Another config directory on Hydra's search path may hold the option.
     assert C.override_problems(["+experiment=mine", "hydra.searchpath=[file:///elsewhere]"]) == []
 
@@ -184,7 +184,7 @@ def test_a_mistyped_experiment_and_model_exit_2_naming_both(tmp_path):
     proc = sgs("-m", "+experiment=standard,standrad", "model=huge", f"run_dir={tmp_path / 'sweep'}")
     assert proc.returncode == 2, proc.stderr
     assert "experiment='standrad' is not one of cispo_sgs," in proc.stderr
-    assert "model='huge' is not one of deepseek_prover_v2_7b, tiny" in proc.stderr
+    assert "model='huge' is not one of deepseek_prover_v2_7b, rocq_prover, tiny" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "sweep").exists()
 
 

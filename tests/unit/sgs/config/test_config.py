@@ -32,7 +32,7 @@ PAPER_EXPERIMENTS = {
     # the paper's third curve of Figure 1: the starting Solver, never trained
     "parallel_sampling": ("none", 0, "target_conditioned", False, False, 3e-6),
 }
-MODELS = {"tiny": "tiny", "deepseek_prover_v2_7b": "deepseek_prover_v2_7b"}
+MODELS = {"tiny": "tiny", "deepseek_prover_v2_7b": "deepseek_prover_v2_7b", "rocq_prover": "rocq_prover"}
 PROVERS = ("lean", "rocq")
 
 
