@@ -63,13 +63,26 @@ PROVERS: dict[str, Baseline | SearchProver] = {
 }
 
 
-def stdlib_test_targets(corpus: Path, limit: Optional[int], seed: int = 0) -> list[ProofTask]:
-    """The held-out standard-library theorems that plain ``coqc`` proves closed, as targets."""
-    targets = [target_of(f"{t.file}:{t.name}", t.case["header"], t.case["statement"])
-               for t in load_theorems(corpus, ("test",), ["stdlib"]) if t.case and t.truth == "closed"]
+def stdlib_test_targets(corpus: Path, limit: Optional[int], seed: int = 0
+                        ) -> tuple[list[ProofTask], dict[str, frozenset[str]]]:
+    """The held-out standard-library theorems that plain ``coqc`` proves closed, as
+    targets, and for each the names a proof of it may not use.
+
+    A target's header loads its own library module, so the theorem itself and
+    everything stated after it in its file are in scope (``apply to_of.``
+    proves ``to_of``'s copy): searches are kept from naming them.  Hints the
+    file declares after the theorem stay loaded (a bias towards ``auto``-style
+    tactics, not measured)."""
+    theorems = list(load_theorems(corpus, ("test",), ["stdlib"]))
+    targets, forbidden = [], {}
+    for t in theorems:
+        if t.case and t.truth == "closed":
+            target_id = f"{t.file}:{t.name}"
+            targets.append(target_of(target_id, t.case["header"], t.case["statement"]))
+            forbidden[target_id] = frozenset(o.name for o in theorems if o.file == t.file and o.line >= t.line)
     if limit is not None and limit < len(targets):
         targets = sorted(random.Random(seed).sample(targets, limit), key=lambda t: t.id)
-    return targets
+    return targets, forbidden
 
 
 def project_targets(path: Path) -> list[ProofTask]:
@@ -120,7 +133,8 @@ def run_baseline(baseline: Baseline, targets: Sequence[ProofTask], *, seconds: f
 
 
 def run_search(prover: SearchProver, targets: Sequence[ProofTask], *, seconds: float, workers: int,
-               corpus: Optional[Path], checkpoint: str, record) -> None:
+               corpus: Optional[Path], checkpoint: str, record,
+               forbidden: Optional[dict[str, frozenset[str]]] = None) -> None:
     """Search every target (best-first, ``seconds`` each) on ``workers`` Ray actors; ``record`` as
     :func:`run_baseline`'s, the statuses being the re-check's (or the search's end when nothing was found)."""
     from sgs.search.workers import ProposerSpec, search_all
@@ -133,7 +147,7 @@ def run_search(prover: SearchProver, targets: Sequence[ProofTask], *, seconds: f
         record(target, result["proof"], result["stats"].get("seconds", 0.0), {status: 1})
 
     search_all(targets, settings=settings, proposer=spec, rocq_options={"tactic_libraries": (HAMMER_TACTICS,)},
-               workers=workers, record=done)
+               workers=workers, record=done, forbidden=forbidden)
 
 
 def summarize(rows: Sequence[dict]) -> dict[str, dict[str, dict]]:
@@ -184,14 +198,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _groups(args) -> tuple[dict[str, list[ProofTask]], list[str]]:
+def _groups(args) -> tuple[dict[str, list[ProofTask]], dict[str, frozenset[str]], list[str]]:
+    """The target groups, the names each target's proofs may not use, and the problems found."""
     groups: dict[str, list[ProofTask]] = {}
+    forbidden: dict[str, frozenset[str]] = {}
     problems = []
     if args.stdlib_test is not None:
         if not args.stdlib_test.is_dir():
             problems.append(f"--stdlib-test {args.stdlib_test}: not a corpus directory")
         else:
-            groups["stdlib-test"] = stdlib_test_targets(args.stdlib_test, args.limit, args.seed)
+            groups["stdlib-test"], forbidden = stdlib_test_targets(args.stdlib_test, args.limit, args.seed)
             if not groups["stdlib-test"]:
                 problems.append(f"--stdlib-test {args.stdlib_test}: no held-out standard-library theorem")
     for item in args.targets:
@@ -205,7 +221,7 @@ def _groups(args) -> tuple[dict[str, list[ProofTask]], list[str]]:
             problems.append(f"--targets {item!r}: {error}")
     if not groups and not problems:
         problems.append("no targets: give --stdlib-test CORPUS and/or --targets NAME=FILE")
-    return groups, problems
+    return groups, forbidden, problems
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -217,7 +233,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         problems.append("search-knn needs --corpus CORPUS (the k-NN learner's training split)")
     if args.seconds <= 0 or args.workers < 1:
         problems.append("--seconds must be > 0 and --workers >= 1")
-    groups, more = _groups(args)
+    groups, forbidden, more = _groups(args)
     problems += more
     if problems:
         for problem in problems:
@@ -251,7 +267,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         run_baseline(entry, todo, seconds=args.seconds, workers=args.workers, record=record)
                     else:
                         run_search(entry, todo, seconds=args.seconds, workers=args.workers, corpus=args.corpus,
-                                   checkpoint=args.checkpoint, record=record)
+                                   checkpoint=args.checkpoint, record=record, forbidden=forbidden)
     finally:
         ray.shutdown()
     wanted = {(p, g, t.id) for p in provers for g, targets in groups.items() for t in targets}

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
-__all__ = ["Proposal", "Proposer", "Predictor", "RankedProposer", "FixedTactics"]
+__all__ = ["Proposal", "Proposer", "Predictor", "RankedProposer", "FixedTactics", "WithoutNames"]
 
 
 @dataclass(frozen=True)
@@ -56,3 +56,19 @@ class FixedTactics:
 
     def predict(self, state: str, k: int) -> list[str]:
         return list(self.tactics[:k])
+
+
+class WithoutNames:
+    """A proposer whose tactics never name the given lemmas (a benchmark's rule:
+    a held-out theorem's own name, and the names stated after it in its file,
+    are loaded with its library but were not in its author's scope)."""
+
+    def __init__(self, proposer: Proposer, names: frozenset[str]) -> None:
+        self.proposer, self.names = proposer, names
+
+    def mentions(self, tactic: str) -> bool:
+        from sgs.corpus.rocq_text import tactic_identifiers
+        return any(word.rpartition(".")[2] in self.names for word in tactic_identifiers(tactic))
+
+    def propose(self, state: str, k: int) -> list[Proposal]:
+        return [p for p in self.proposer.propose(state, k) if not self.mentions(p.tactic)]

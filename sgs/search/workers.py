@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import ray
 
@@ -60,9 +60,13 @@ class SearchWorker:
         self._prover = RocqProver(self._backend)
         self._proposer = build_proposer(proposer)
 
-    def search(self, task: ProofTask, settings: SearchSettings, strategy: str) -> dict:
+    def search(self, task: ProofTask, settings: SearchSettings, strategy: str,
+               forbidden: frozenset[str] = frozenset()) -> dict:
+        """One search; the proposer's tactics never name the ``forbidden`` lemmas."""
+        from sgs.search.proposers import WithoutNames
         from sgs.search.strategies import search
-        result = search(task, self._prover, self._proposer, settings, strategy=strategy)
+        proposer = WithoutNames(self._proposer, forbidden) if forbidden else self._proposer
+        result = search(task, self._prover, proposer, settings, strategy=strategy)
         verdict = result.verdict
         return {"target": task.id, "proved": result.proved, "found": result.found, "stop": result.stop,
                 "proof": result.proof if result.proved else None,
@@ -72,8 +76,10 @@ class SearchWorker:
 
 def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer: ProposerSpec,
                rocq_options: dict, workers: int, record: Callable[[ProofTask, dict], None],
-               strategy: str = "best_first") -> None:
-    """Search every task on ``workers`` actors; ``record(task, result)`` as each finishes."""
+               strategy: str = "best_first", forbidden: Optional[Mapping[str, frozenset[str]]] = None) -> None:
+    """Search every task on ``workers`` actors; ``record(task, result)`` as each finishes;
+    ``forbidden``: by task id, lemmas its searches may not name."""
+    forbidden = forbidden or {}
     def start() -> ray.actor.ActorHandle:
         return SearchWorker.remote(rocq_options, proposer)
 
@@ -83,7 +89,8 @@ def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer
     for index in range(len(pool)):
         if queue:
             task = queue.pop(0)
-            running[pool[index].search.remote(task, settings, strategy)] = (index, task)
+            running[pool[index].search.remote(task, settings, strategy, forbidden.get(task.id, frozenset()))] = \
+                (index, task)
     while running:
         ready, _ = ray.wait(list(running), num_returns=1)
         index, task = running.pop(ready[0])
@@ -97,7 +104,8 @@ def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer
         record(task, result)
         if queue:
             task = queue.pop(0)
-            running[pool[index].search.remote(task, settings, strategy)] = (index, task)
+            running[pool[index].search.remote(task, settings, strategy, forbidden.get(task.id, frozenset()))] = \
+                (index, task)
     for actor in pool:
         ray.kill(actor)
 

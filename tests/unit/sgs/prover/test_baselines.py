@@ -44,3 +44,24 @@ def test_every_prover_of_the_comparison_is_a_baseline_or_a_search():
     assert all(isinstance(p, (Baseline, SearchProver)) for p in PROVERS.values())
     assert {p.predictor for p in searches.values()} <= set(PREDICTORS)
     assert searches["search-no-finishers"].finishers == () and "sauto" in searches["search"].finishers
+
+
+def test_a_held_out_theorem_may_not_be_proved_by_itself_or_what_follows_it(tmp_path):
+    from sgs.corpus.records import FileRecord, TheoremRecord, shard_path, write_shard
+    from sgs.prover.proof_rate import stdlib_test_targets
+    from sgs.search.proposers import FixedTactics, RankedProposer, WithoutNames
+
+    def theorem(name, line):
+        return TheoremRecord(library="stdlib", file="A/B.v", name=name, line=line, statement=f"Lemma {name} : True.",
+                             proof="Proof. exact I. Qed.", ending="Qed", split="test", truth="closed",
+                             case={"header": "Require Import Coq.A.B.", "statement": "Lemma sgs_case : True.",
+                                   "proof": "Proof. exact I. Qed."})
+    write_shard(shard_path(tmp_path, "stdlib", "A/B.v"),
+                FileRecord(library="stdlib", file="A/B.v", module="Coq.A.B", split="test", status="ok"),
+                [theorem("first", 1), theorem("middle", 5), theorem("last", 9)])
+    targets, forbidden = stdlib_test_targets(tmp_path, None)
+    assert [t.id for t in targets] == ["A/B.v:first", "A/B.v:middle", "A/B.v:last"]
+    assert forbidden["A/B.v:middle"] == {"middle", "last"}          # itself and what follows, not "first"
+    proposer = WithoutNames(RankedProposer(FixedTactics(["apply middle.", "rewrite Coq.A.B.last.", "apply first.",
+                                                         "lia."])), forbidden["A/B.v:middle"])
+    assert [p.tactic for p in proposer.propose("goal", 4)] == ["apply first.", "lia."]
