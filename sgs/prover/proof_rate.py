@@ -249,25 +249,29 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         with results.open("a") as sink:
             for prover in provers:
-                for group, targets in groups.items():
-                    todo = [t for t in targets if (prover, group, t.id) not in done]
+                # every group's targets in one call: the pool or the search actors (a model, a
+                # k-NN index) start once per prover, not once per group
+                todo = [(group, t) for group, targets in groups.items() for t in targets
+                        if (prover, group, t.id) not in done]
+                if not todo:
+                    continue
+                group_of = {id(t): group for group, t in todo}
 
-                    def record(target, proof, seconds, statuses, prover=prover, group=group):
-                        row = {"prover": prover, "group": group, "target": target.id, "proved": proof is not None,
-                               "proof": proof, "seconds": round(seconds, 2), "statuses": statuses}
-                        rows.append(row)
-                        sink.write(json.dumps(row) + "\n")
-                        sink.flush()
+                def record(target, proof, seconds, statuses, prover=prover, group_of=group_of):
+                    row = {"prover": prover, "group": group_of[id(target)], "target": target.id,
+                           "proved": proof is not None, "proof": proof, "seconds": round(seconds, 2),
+                           "statuses": statuses}
+                    rows.append(row)
+                    sink.write(json.dumps(row) + "\n")
+                    sink.flush()
 
-                    if not todo:
-                        continue
-                    print(f"{prover} on {group}: {len(todo)} targets", file=sys.stderr)
-                    entry = PROVERS[prover]
-                    if isinstance(entry, Baseline):
-                        run_baseline(entry, todo, seconds=args.seconds, workers=args.workers, record=record)
-                    else:
-                        run_search(entry, todo, seconds=args.seconds, workers=args.workers, corpus=args.corpus,
-                                   checkpoint=args.checkpoint, record=record, forbidden=forbidden)
+                print(f"{prover}: {len(todo)} targets", file=sys.stderr)
+                entry, tasks = PROVERS[prover], [t for _, t in todo]
+                if isinstance(entry, Baseline):
+                    run_baseline(entry, tasks, seconds=args.seconds, workers=args.workers, record=record)
+                else:
+                    run_search(entry, tasks, seconds=args.seconds, workers=args.workers, corpus=args.corpus,
+                               checkpoint=args.checkpoint, record=record, forbidden=forbidden)
     finally:
         ray.shutdown()
     wanted = {(p, g, t.id) for p in provers for g, targets in groups.items() for t in targets}
