@@ -53,10 +53,12 @@ def ship(checkpoint: Path, destination: Path, *, corpus_summary: Optional[dict] 
     progress = json.loads(progress_file.read_text()) if progress_file.is_file() else {}
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}-", dir=destination.parent))
+    staging.chmod(0o755)      # mkdtemp's 0700 would keep the package's model from other users
     try:
         for name in FILES:
             if (checkpoint / name).is_file():
                 shutil.copy2(checkpoint / name, staging / name)
+                (staging / name).chmod(0o644)
         record = {"weights_sha256": weights_sha256(staging), "training": progress,
                   "corpus": corpus_summary or {}, "shipped_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         (staging / RECORD).write_text(json.dumps(record, indent=2) + "\n")
