@@ -40,13 +40,19 @@ prover: setup
 	$(PY) -m sgs.prover ship $(PROVER_RUN)/checkpoint sgs/data/rocq_prover
 
 # issue 44's comparison (docs/prover.md): the learning-free baselines and the searches on
-# the held-out standard-library files and the five shared projects' traced targets
-# (TARGETS_ARGS: --targets NAME=FILE for each, written by tools/trace_rocq_targets.py)
+# the held-out standard-library files and the traced targets of every project under
+# ROCQ_PROJECTS (traced first into runs/targets/, once); resumable like the command
+ROCQ_PROJECTS ?= ../shared/data/rocq_projects
 PROOF_RATE_SECONDS ?= 60
 proof-rate: setup
+	mkdir -p runs/targets
+	for project in $(ROCQ_PROJECTS)/*/; do name=$$(basename $$project); \
+	    [ -s runs/targets/$$name.jsonl ] || $(PY) tools/trace_rocq_targets.py $$project \
+	        --out runs/targets/$$name.jsonl || exit 2; done
 	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs.prover proof-rate --stdlib-test $(CORPUS_DIR) \
-	    --limit 50 $(TARGETS_ARGS) --corpus $(CORPUS_DIR) --seconds $(PROOF_RATE_SECONDS) --workers 2 \
-	    --provers automation,sauto,search-knn,search,search-no-finishers --out runs/proof_rate
+	    --limit 50 $$(for f in runs/targets/*.jsonl; do echo --targets $$(basename $$f .jsonl)=$$f; done) \
+	    --corpus $(CORPUS_DIR) --seconds $(PROOF_RATE_SECONDS) --workers 2 \
+	    --provers automation,sauto,search-knn,search,search-no-finishers --out runs/proof_rate_$(PROOF_RATE_SECONDS)s
 
 # the suite on TEST_WORKERS pytest-xdist workers, a test file per worker at a
 # time; every test but the few marked `full` (what CI runs, under 30 minutes)

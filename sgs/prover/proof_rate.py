@@ -235,13 +235,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         problems.append("--seconds must be > 0 and --workers >= 1")
     groups, forbidden, more = _groups(args)
     problems += more
+    results = args.out / "results.jsonl"
+    rows = _read_rows(results)
+    budgets = {r.get("seconds_per_lemma", args.seconds) for r in rows} - {args.seconds}
+    if budgets:
+        problems.append(f"--out {args.out} holds results at {sorted(budgets)} s per lemma, not {args.seconds}: "
+                        "use another --out (one directory, one budget)")
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    results = args.out / "results.jsonl"
-    rows = _read_rows(results)
     done = {(r["prover"], r["group"], r["target"]) for r in rows}
     import ray
     ray.init(num_cpus=args.workers, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
@@ -260,7 +264,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 def record(target, proof, seconds, statuses, prover=prover, group_of=group_of):
                     row = {"prover": prover, "group": group_of[id(target)], "target": target.id,
                            "proved": proof is not None, "proof": proof, "seconds": round(seconds, 2),
-                           "statuses": statuses}
+                           "statuses": statuses, "seconds_per_lemma": args.seconds}
                     rows.append(row)
                     sink.write(json.dumps(row) + "\n")
                     sink.flush()

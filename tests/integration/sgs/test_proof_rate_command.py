@@ -72,3 +72,14 @@ def test_a_search_prover_runs_on_ray_actors_and_its_proofs_are_rechecked(tmp_pat
     assert row["proof"].startswith("Proof.") and row["proof"].rstrip().endswith("Qed.")
     missing = _run("--targets", f"tiny={targets}", "--provers", "search-knn", "--out", str(tmp_path / "o2"))
     assert missing.returncode == 2 and "needs --corpus" in missing.stderr
+
+
+def test_a_directory_holds_one_budget(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text(json.dumps({"prover": "automation", "group": "g", "target": "t",
+                                                   "proved": False, "seconds_per_lemma": 10.0}) + "\n")
+    targets = tmp_path / "targets.jsonl"
+    targets.write_text(json.dumps(TARGETS[0]) + "\n")
+    run = _run("--targets", f"g={targets}", "--provers", "automation", "--seconds", "60", "--out", str(out))
+    assert run.returncode == 2 and "one directory, one budget" in run.stderr
