@@ -81,8 +81,10 @@ def rocq_sentence(tactic: str) -> str:
 class RocqProver:
     """:class:`Prover` over :class:`lean_env.rocq.backend.RocqBackend` (handles are tactic paths)."""
 
-    def __init__(self, backend) -> None:
+    def __init__(self, backend, reopen_seconds: float = 60.0) -> None:
         self.backend = backend
+        #: time allowed to open the proof again after a timeout closed it
+        self.reopen_seconds = reopen_seconds
         self.replayed = 0
         self._problem: Optional[ProofTask] = None
         #: coqtop state numbers along the current line: ``_line[i]`` is the state after ``_path[:i]``;
@@ -119,11 +121,14 @@ class RocqProver:
         return result
 
     def apply(self, handle: tuple[str, ...], tactic: str, timeout: float) -> Outcome:
-        deadline = time.monotonic() + timeout
         if self._line is None:
-            reopened = self._start(timeout)
+            # Reopening (the header again) is not the tactic's work: it gets the time a
+            # header may take, and the tactic's own limit starts after it (on a loaded
+            # machine a header alone can take longer than a tactic's second).
+            reopened = self._start(max(timeout, self.reopen_seconds))
             if reopened.kind != "progress":
                 return reopened
+        deadline = time.monotonic() + timeout
         shared = 0
         while shared < min(len(handle), len(self._path)) and handle[shared] == self._path[shared]:
             shared += 1

@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-import ray
 
 from lean_env.verdict import ProofTask
 from sgs.search.settings import SearchSettings
@@ -18,14 +17,7 @@ TASKS = [ProofTask(id=f"t{i}", header="Require Import Arith Lia.", statement=f"T
                    proof="") for i in range(3)]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
-def test_finishers_alone_prove_on_two_actors_and_each_result_is_rechecked(cluster):
+def test_finishers_alone_prove_on_two_actors_and_each_result_is_rechecked(ray_session):
     results = {}
     search_all(TASKS, settings=SearchSettings(width=0, lemma_seconds=20, finishers=("lia",)), proposer=ProposerSpec(),
                rocq_options={}, workers=2, record=lambda task, result: results.setdefault(task.id, result))
@@ -34,7 +26,7 @@ def test_finishers_alone_prove_on_two_actors_and_each_result_is_rechecked(cluste
     assert all(r["proof"] == "Proof.\n  lia.\nQed." for r in results.values())
 
 
-def test_a_worker_that_dies_is_a_system_error_and_the_run_goes_on(cluster):
+def test_a_worker_that_dies_is_a_system_error_and_the_run_goes_on(ray_session):
     results = {}
     search_all(TASKS, settings=SearchSettings(width=0, lemma_seconds=5), proposer=ProposerSpec(),
                rocq_options={"coqtop": "/nonexistent/coqtop"}, workers=1,
