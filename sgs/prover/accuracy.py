@@ -71,9 +71,15 @@ def _build_model(corpus: Path, checkpoint: str) -> Predictor:
     from sgs.config import model_location
     from sgs.prover.examples import PremisePrompts
     from sgs.prover.model_tactics import ModelTactics
+    from sgs.prover.ship import RECORD
     path = Path(model_location(checkpoint))
-    record = path / "progress.json"
-    with_premises = record.is_file() and json.loads(record.read_text()).get("premises", False)
+    # a training run's checkpoint records its progress; a shipped one, the same under "training"
+    training = {}
+    if (path / "progress.json").is_file():
+        training = json.loads((path / "progress.json").read_text())
+    elif (path / RECORD).is_file():
+        training = json.loads((path / RECORD).read_text()).get("training", {})
+    with_premises = bool(training.get("premises", False))
     return ModelTactics(path, premises=PremisePrompts.from_corpus(corpus) if with_premises else None)
 
 

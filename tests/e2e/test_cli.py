@@ -80,3 +80,23 @@ def test_missing_input_file_is_a_usage_error(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "lean_env", "verify", "--backend", "rocq",
                            "--input", str(tmp_path / "nope.jsonl")], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+def test_verify_with_a_tactic_library_loaded_after_each_header(tmp_path, require_rocq):
+    """``--tactic-library`` as a user passes it: CoqHammer's sauto proves under a header that never loads it;
+    a sentence that is not a Require is refused before any work."""
+    row = {"id": "s", "header": "Require Import Arith.", "statement": "Theorem s : forall n : nat, n + 0 = n.",
+           "proof": "Proof. sauto. Qed."}
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "out.jsonl"
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    base = [sys.executable, "-m", "lean_env", "verify", "--backend", "rocq", "--input", str(src), "--output",
+            str(out), "--workers", "1", "--timeout", "60", "--quiet"]
+    proc = subprocess.run(base + ["--tactic-library", "From Hammer Require Import Tactics."], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["status"] == "valid"
+    bad = subprocess.run(base + ["--tactic-library", "Axiom cheat : False."], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "Axiom cheat" in bad.stderr
