@@ -18,6 +18,50 @@ class Contamination(Choice):
     flag = "flag"
 
 
+class SolverMode(Choice):
+    """``evaluation.solver_mode``: how ``python -m sgs.evaluate`` proves (docs/search.md)."""
+
+    #: whole proofs sampled, ``samples_per_problem`` each: pass@k
+    sample = "sample"
+    #: tactic-level search, ``seconds_per_target`` each: the share proved within the time
+    search = "search"
+    #: sampling first, then the search on the problems no sample proved
+    both = "both"
+
+
+class SearchStrategy(Choice):
+    """``evaluation.search.strategy``: the names of ``sgs.search.strategies.STRATEGIES``."""
+
+    best_first = "best_first"
+    breadth_first = "breadth_first"
+    depth_first = "depth_first"
+
+
+@dataclass
+class SolverSearchConfig:
+    """The Solver's tactic-level search (``sgs.search``, docs/search.md), as
+    ``python -m sgs.evaluate`` (``evaluation.solver_mode``) and the service's
+    ``/prove`` (``mode``) run it: the fields of ``sgs.search.settings.SearchSettings``
+    a user sets, with its defaults; the time per target is the caller's."""
+
+    #: How the next state is chosen: best_first (the summed log-probabilities
+    #: of the path's tactics), breadth_first or depth_first.
+    strategy: SearchStrategy = SearchStrategy.best_first
+    #: Tactics sampled per proof state (one model call, n = width); 0 runs the finishers alone.
+    width: int = 8
+    #: Most tactics on a path.
+    max_depth: int = 16
+    #: Time limit of one tactic (never more than what is left of the target's).
+    tactic_seconds: float = 10.0
+    #: Tactics tried at every state before the model's (``sauto`` needs
+    #: CoqHammer's tactics in ``prover.rocq.tactic_libraries``; elsewhere it fails).
+    finishers: list[str] = field(default_factory=lambda: ["sauto", "lia", "auto", "easy", "congruence"])
+    #: Longest tactic sampled, in tokens (a completion is cut at its first sentence anyway).
+    tactic_max_tokens: int = 64
+    #: Searches at once, each a Ray actor with its own Rocq session (one CPU each).
+    workers: int = 2
+
+
 @dataclass
 class EvaluationConfig:
     """Solver evaluation (:mod:`sgs.evaluate`): on the held-out targets at the
@@ -63,6 +107,14 @@ class EvaluationConfig:
     #: (``conjectures_matching_benchmark``).  Conjectures equal to a target,
     #: held-out ones included, are always rejected.
     contamination: Contamination = Contamination.exclude
+    #: How ``python -m sgs.evaluate`` proves: ``sample`` (whole proofs, pass@k),
+    #: ``search`` (tactic-level search, ``evaluation.search``) or ``both``
+    #: (sampling first, the search on what no sample proved).
+    solver_mode: SolverMode = SolverMode.sample
+    #: The search's time per target (seconds), the re-check apart.
+    seconds_per_target: float = 60.0
+    #: The search's settings.
+    search: SolverSearchConfig = field(default_factory=SolverSearchConfig)
 
 
 def evaluation_problems(evaluation: EvaluationConfig) -> list[str]:
@@ -88,4 +140,23 @@ def evaluation_problems(evaluation: EvaluationConfig) -> list[str]:
     if not 0.0 < evaluation.confidence < 1.0:
         problems.append(f"evaluation.confidence={evaluation.confidence!r} must lie strictly between 0 and 1")
     at_least(problems, "evaluation.every", evaluation.every, 0)
+    if not evaluation.seconds_per_target > 0:
+        problems.append(f"evaluation.seconds_per_target={evaluation.seconds_per_target!r} must be positive")
+    problems.extend(search_problems(evaluation.search, "evaluation.search"))
+    return problems
+
+
+def search_problems(search: SolverSearchConfig, key: str) -> list[str]:
+    """Every problem of a search node, each naming its key."""
+    problems: list[str] = []
+    at_least(problems, f"{key}.width", search.width, 0)
+    at_least(problems, f"{key}.max_depth", search.max_depth, 1)
+    at_least(problems, f"{key}.tactic_max_tokens", search.tactic_max_tokens, 1)
+    at_least(problems, f"{key}.workers", search.workers, 1)
+    if not search.tactic_seconds > 0:
+        problems.append(f"{key}.tactic_seconds={search.tactic_seconds!r} must be positive")
+    if any(not finisher.strip() for finisher in search.finishers):
+        problems.append(f"{key}.finishers={list(search.finishers)!r} must not hold an empty tactic")
+    if search.width == 0 and not search.finishers:
+        problems.append(f"{key}: width=0 and no finishers would try no tactic at all")
     return problems

@@ -244,6 +244,9 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
     problems.extend(evaluation_problems(cfg.evaluation))
     evaluation = cfg.evaluation
     problems.extend(benchmark_problems(evaluation.benchmark, evaluation.benchmark_file, cfg.prover.language))
+    if evaluation.solver_mode != "sample" and cfg.prover.language != "rocq":
+        problems.append(f"evaluation.solver_mode={evaluation.solver_mode!r} searches over Rocq proof states; "
+                        f"with prover.language={cfg.prover.language!r} use evaluation.solver_mode=sample")
     problems.extend(serve_problems(cfg.serve))
     return problems
 

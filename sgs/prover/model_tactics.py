@@ -16,7 +16,7 @@ from sgs.method.roles import PromptSet
 from sgs.prover.examples import clip_state
 from sgs.prover.steps import tactic_key
 
-__all__ = ["ModelTactics", "first_sentence"]
+__all__ = ["ModelTactics", "first_sentence", "tactic_prompt"]
 
 #: longest tactic generated, in tokens (the corpus's 99th percentile is well under it)
 MAX_TACTIC_TOKENS = 64
@@ -46,24 +46,30 @@ def first_sentence(text: str) -> str:
     return text.strip()
 
 
+def tactic_prompt(tokenizer, state: str, premises: str = "") -> str:
+    """The tactic prompt for ``state`` exactly as the model was trained on it
+    (:func:`sgs.prover.examples.tactic_example`: the state clipped, the
+    premise block, if any) and as the engines receive a role prompt (the
+    tokenizer's chat template, :func:`sgs.machinery.prompts.chat_prompt`)."""
+    from sgs.machinery.prompts import chat_prompt
+    return chat_prompt(tokenizer, PromptSet("rocq").tactic(clip_state(state), premises))
+
+
 class ModelTactics:
     """``predict(state, k)``: the k best tactics of a checkpoint for a proof state."""
 
     def __init__(self, path: str | Path, *, threads: int = 1, premises=None) -> None:
         import torch
         from sgs.machinery.models.tiny import load_model_and_tokenizer
-        from sgs.machinery.prompts import chat_prompt
 
         torch.set_num_threads(threads)
         self._model, self._tokenizer = load_model_and_tokenizer(path, dtype="float32")
-        self._chat = chat_prompt
-        self._prompts = PromptSet("rocq")
         #: a :class:`sgs.prover.examples.PremisePrompts` for a model trained with premises
         self._premises = premises
 
     def prompt(self, state: str) -> str:
         premises = self._premises.block(state) if self._premises is not None else ""
-        return self._chat(self._tokenizer, self._prompts.tactic(clip_state(state), premises))
+        return tactic_prompt(self._tokenizer, state, premises)
 
     def predict(self, state: str, k: int) -> list[str]:
         import torch

@@ -10,30 +10,44 @@ without a bound.
 
 The proposer is named, not passed (:class:`ProposerSpec`), because a model
 or a k-NN index is built inside the worker's process: the predictors of
-:data:`sgs.prover.accuracy.PREDICTORS`, or none (the finishers alone).
+:data:`sgs.prover.accuracy.PREDICTORS`, or none (the finishers alone); or
+``engine``: an :class:`~sgs.search.engine_proposer.EngineProposer` whose
+calls go to a handle with ``tactics(prompt, n)`` (a
+:class:`~sgs.search.engine_calls.TacticQueue` that a ``pump`` feeds to an
+engine group, or the service's engine deployment), so the model calls of all
+the workers are batched by the engines.  A search whose model call failed
+ends as ``system_error`` too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import ray
 
 from lean_env.verdict import ProofTask
 from sgs.search.settings import SearchSettings
 
-__all__ = ["ProposerSpec", "SearchWorker", "search_all"]
+__all__ = ["ENGINE", "ProposerSpec", "SearchWorker", "search_all"]
+
+#: the :attr:`ProposerSpec.predictor` of tactics sampled through the engines
+ENGINE = "engine"
 
 
 @dataclass(frozen=True)
 class ProposerSpec:
-    #: a predictor of :data:`sgs.prover.accuracy.PREDICTORS` (``knn``, ``model``), or None: no proposer
+    #: a predictor of :data:`sgs.prover.accuracy.PREDICTORS` (``knn``, ``model``), :data:`ENGINE`,
+    #: or None: no proposer
     predictor: Optional[str] = None
     #: the corpus the predictor learns from (its training split) and the model's checkpoint
     corpus: Optional[str] = None
     checkpoint: str = "pkg://sgs/data/rocq_prover"
+    #: for :data:`ENGINE`: the handle whose ``tactics(prompt, n)`` samples, and the
+    #: engines' tokenizer (the prompt's chat template, the tokens' text)
+    engine: Any = None
+    tokenizer: Optional[str] = None
 
 
 class _NoProposer:
@@ -41,9 +55,28 @@ class _NoProposer:
         return []
 
 
+def engine_draw(engine: Any) -> Callable[[str, int], list]:
+    """``draw(prompt, n)`` through ``engine.tactics``: an actor's (an object ref)
+    or a Ray Serve deployment's (a response, whose refusal is an object with a
+    ``message``)."""
+    from sgs.search.engine_calls import EngineCallError
+
+    def draw(prompt: str, n: int) -> list:
+        response = engine.tactics.remote(prompt, n)
+        answer = ray.get(response) if isinstance(response, ray.ObjectRef) else response.result()
+        if not isinstance(answer, list):
+            raise EngineCallError(getattr(answer, "message", repr(answer)))
+        return answer
+    return draw
+
+
 def build_proposer(spec: ProposerSpec):
     if spec.predictor is None:
         return _NoProposer()
+    if spec.predictor == ENGINE:
+        from transformers import AutoTokenizer
+        from sgs.search.engine_proposer import EngineProposer
+        return EngineProposer(engine_draw(spec.engine), AutoTokenizer.from_pretrained(spec.tokenizer))
     from sgs.prover.accuracy import PREDICTORS
     from sgs.search.proposers import RankedProposer
     return RankedProposer(PREDICTORS[spec.predictor](Path(spec.corpus or "."), spec.checkpoint))
@@ -66,19 +99,35 @@ class SearchWorker:
         from sgs.search.proposers import WithoutNames
         from sgs.search.strategies import search
         proposer = WithoutNames(self._proposer, forbidden) if forbidden else self._proposer
+        before = self._counts()
         result = search(task, self._prover, proposer, settings, strategy=strategy)
         verdict = result.verdict
         return {"target": task.id, "proved": result.proved, "found": result.found, "stop": result.stop,
                 "proof": result.proof if result.proved else None,
                 "verdict": None if verdict is None else {"status": verdict.status.value, "reason": verdict.reason},
-                "stats": result.stats.as_dict()}
+                "stats": result.stats.as_dict(),
+                "generation": {key: count - before[key] for key, count in self._counts().items()}}
+
+    def _counts(self) -> dict[str, int]:
+        """The proposer's model calls and tokens so far (an engine proposer counts them; others none)."""
+        counts = getattr(self._proposer, "counts", None)
+        return counts() if counts is not None else {}
+
+
+def failed(task: ProofTask, reason: str) -> dict:
+    """The result of a search that the machinery ended (never a failed proof)."""
+    return {"target": task.id, "proved": False, "found": False, "stop": "system_error", "proof": None,
+            "verdict": {"status": "system_error", "reason": reason}, "stats": {}, "generation": {}}
 
 
 def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer: ProposerSpec,
                rocq_options: dict, workers: int, record: Callable[[ProofTask, dict], None],
-               strategy: str = "best_first", forbidden: Optional[Mapping[str, frozenset[str]]] = None) -> None:
+               strategy: str = "best_first", forbidden: Optional[Mapping[str, frozenset[str]]] = None,
+               pump: Any = None) -> None:
     """Search every task on ``workers`` actors; ``record(task, result)`` as each finishes;
-    ``forbidden``: by task id, lemmas its searches may not name."""
+    ``forbidden``: by task id, lemmas its searches may not name; ``pump``: an
+    :class:`~sgs.search.engine_calls.EnginePump` to drive while waiting (the
+    workers' model calls)."""
     forbidden = forbidden or {}
     def start() -> ray.actor.ActorHandle:
         return SearchWorker.remote(rocq_options, proposer)
@@ -92,15 +141,19 @@ def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer
             running[pool[index].search.remote(task, settings, strategy, forbidden.get(task.id, frozenset()))] = \
                 (index, task)
     while running:
-        ready, _ = ray.wait(list(running), num_returns=1)
+        ready, _ = ray.wait(list(running) + (pump.waitables() if pump is not None else []), num_returns=1)
+        if pump is not None:
+            pump.advance()
+        if ready[0] not in running:
+            continue
         index, task = running.pop(ready[0])
         try:
             result = ray.get(ready[0])
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as error:
-            result = {"target": task.id, "proved": False, "found": False, "stop": "system_error", "proof": None,
-                      "verdict": {"status": "system_error", "reason": f"search worker died: {type(error).__name__}"},
-                      "stats": {}}
+            result = failed(task, f"search worker died: {type(error).__name__}")
             pool[index] = start()
+        except ray.exceptions.RayTaskError as error:  # the search raised (a model call failed); the worker lives
+            result = failed(task, f"search failed: {type(error.cause).__name__}: {error.cause}"[:500])
         record(task, result)
         if queue:
             task = queue.pop(0)
