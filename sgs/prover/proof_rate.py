@@ -94,16 +94,18 @@ def project_targets(path: Path) -> list[ProofTask]:
 
 
 def run_baseline(baseline: Baseline, targets: Sequence[ProofTask], *, seconds: float, workers: int,
-                 record) -> None:
+                 record, rocq_options: Optional[dict] = None) -> None:
     """Try ``baseline`` on every target through a verifier pool; ``record(target, proof, seconds,
     statuses)`` is called once per target as soon as its last proof is checked (``proof`` None: not
     proved; ``statuses``: how many of its proofs ended in each verdict status, so that a target lost to
-    a system error is told from one the tactics could not prove)."""
+    a system error is told from one the tactics could not prove).  ``rocq_options``: more
+    :class:`~lean_env.rocq.config.RocqConfig` settings (``allowed_axioms``)."""
     from lean_env.backends import BackendSpec
     from lean_env.cache import VerdictCache
     from lean_env.pool import VerifierPool, VerifierPoolSettings
 
-    spec = BackendSpec("rocq", {"tactic_libraries": baseline.tactic_libraries} if baseline.tactic_libraries else {})
+    spec = BackendSpec("rocq", {**(rocq_options or {}),
+                                **({"tactic_libraries": baseline.tactic_libraries} if baseline.tactic_libraries else {})})
     spec.check()
     settings = VerifierPoolSettings(num_workers=workers, timeout=baseline.seconds_each(seconds))
     pool = VerifierPool(spec, settings, VerdictCache())
@@ -134,7 +136,7 @@ def run_baseline(baseline: Baseline, targets: Sequence[ProofTask], *, seconds: f
 
 def run_search(prover: SearchProver, targets: Sequence[ProofTask], *, seconds: float, workers: int,
                corpus: Optional[Path], checkpoint: str, record,
-               forbidden: Optional[dict[str, frozenset[str]]] = None) -> None:
+               forbidden: Optional[dict[str, frozenset[str]]] = None, rocq_options: Optional[dict] = None) -> None:
     """Search every target (best-first, ``seconds`` each) on ``workers`` Ray actors; ``record`` as
     :func:`run_baseline`'s, the statuses being the re-check's (or the search's end when nothing was found)."""
     from sgs.search.workers import ProposerSpec, search_all
@@ -146,7 +148,8 @@ def run_search(prover: SearchProver, targets: Sequence[ProofTask], *, seconds: f
         status = result["verdict"]["status"] if result["verdict"] else f"not_found:{result['stop']}"
         record(target, result["proof"], result["stats"].get("seconds", 0.0), {status: 1})
 
-    search_all(targets, settings=settings, proposer=spec, rocq_options={"tactic_libraries": (HAMMER_TACTICS,)},
+    search_all(targets, settings=settings, proposer=spec,
+               rocq_options={**(rocq_options or {}), "tactic_libraries": (HAMMER_TACTICS,)},
                workers=workers, record=done, forbidden=forbidden)
 
 

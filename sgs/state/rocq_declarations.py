@@ -85,6 +85,12 @@ class Declaration:
     #: order, for when the one over the variables it names (``statement``)
     #: does not hold the human proof (the last: over all of them)
     alternatives: tuple[str, ...] = ()
+    #: the sentence that ends the proof (``Qed``, ``Defined``; ``Admitted`` only when
+    #: :func:`find_declarations` is asked for admitted lemmas)
+    ending: str = "Qed"
+    #: where the proof stands in the file: from the offset of its first sentence to
+    #: the end of its closing one (``sgs.fill`` replaces this text)
+    proof_span: tuple[int, int] = (0, 0)
 
     @property
     def generalised(self) -> bool:
@@ -101,6 +107,8 @@ class SkippedDeclaration:
     reason: str
     #: the module, functor and module type names around it, as :attr:`Declaration.path`
     path: tuple[str, ...] = ()
+    #: the sentence that ended its proof, when it had one (``Admitted``, ...)
+    ending: str = ""
 
 
 @dataclass(frozen=True)
@@ -151,9 +159,11 @@ class _Block:
         return self.kind in ("functor", "module type")
 
 
-def find_declarations(text: str) -> tuple[list[Declaration], list[SkippedDeclaration]]:
+def find_declarations(text: str, *, admitted: bool = False) -> tuple[list[Declaration], list[SkippedDeclaration]]:
     """The declarations of ``text`` (a whole ``.v`` file) that can be targets,
     and those that cannot, each with its reason (see the module docstring).
+    ``admitted``: a lemma whose proof ends in ``Admitted`` is returned too,
+    with that :attr:`~Declaration.ending` (what ``sgs.fill`` proves).
     Raises :class:`lean_env.rocq.checks.RocqTextError` when the file cannot
     be split into sentences."""
     sentences = split_sentences(text, trusted=True)
@@ -172,18 +182,21 @@ def find_declarations(text: str) -> tuple[list[Declaration], list[SkippedDeclara
         if keyword is None:
             continue
         line = text.count("\n", 0, sentence.start) + 1
+        first = i
         if _has_body(sentence.code):
             proof, ending = None, "term"   # no proof sentences follow
         else:
             proof, i, ending = _proof_after(sentences, i, text)
-        reason = _reason_to_skip(sentence, blocks, prefixed, proof, ending)
+        reason = _reason_to_skip(sentence, blocks, prefixed, proof, ending, admitted)
         if reason is not None:
             skipped.append(SkippedDeclaration(name, line, reason,
-                                              tuple(b.name for b in blocks if b.kind != "section")))
+                                              tuple(b.name for b in blocks if b.kind != "section"), ending))
         else:
             assert proof is not None
+            span = (sentences[first].start, sentences[i - 1].start + len(sentences[i - 1].text))
             found.append(_in_context(text, blocks, Declaration(keyword, name, line, sentence.start,
-                                                               sentence.text, proof)))
+                                                               sentence.text, proof, ending=ending,
+                                                               proof_span=span)))
     return found, skipped
 
 
@@ -236,12 +249,15 @@ def _in_context(text: str, blocks: list[_Block], declaration: Declaration) -> De
         # the section's variables are the statement's own binders now, and
         # "Proof using" names only section variables
         proof = re.sub(r"\AProof\s+using\b[^.]*\.", "Proof.", proof)
-    choices = _binder_choices(groups, declaration.statement + " " + declaration.proof)
+    # an admitted proof's tactics never ran to completion: only its Proof using names variables
+    used = declaration.proof if declaration.ending != "Admitted" else \
+        " ".join(re.findall(r"\AProof\s+using\b[^.]*\.", declaration.proof))
+    choices = _binder_choices(groups, declaration.statement + " " + used)
     statements = tuple(dict.fromkeys(_bound(declaration, binders, implicit) for binders in choices))
     context = ", ".join(f"{block.kind} {block.name}" for block in blocks)
     path = tuple(block.name for block in blocks if block.kind != "section")
     return Declaration(declaration.keyword, declaration.name, declaration.line, start, statements[0],
-                       proof, header, path, context, statements[1:])
+                       proof, header, path, context, statements[1:], declaration.ending, declaration.proof_span)
 
 
 def _bound(declaration: Declaration, binders: str, implicit: dict[str, str]) -> str:
@@ -504,7 +520,7 @@ def _proof_after(sentences: list[Sentence], i: int, text: str) -> tuple[str | No
 
 
 def _reason_to_skip(statement: Sentence, blocks: list[_Block], prefixed: bool, proof: str | None,
-                    ending: str) -> str | None:
+                    ending: str, admitted: bool = False) -> str | None:
     if "Program" in statement.code.split()[:3]:
         return "Program"
     unsupported = next((block.unsupported for block in blocks if block.unsupported), None)
@@ -516,7 +532,7 @@ def _reason_to_skip(statement: Sentence, blocks: list[_Block], prefixed: bool, p
         return "proof given as a term"
     if ending == "":
         return "no end of proof"
-    if ending in ("Admitted", "Abort"):
+    if ending == "Abort" or ending == "Admitted" and not admitted:
         return f"not proved ({ending})"
     if ending == "Save":
         return "proof saved under another name (Save)"
