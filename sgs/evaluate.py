@@ -5,6 +5,8 @@
         evaluation.ks=[1,8,32] evaluation.samples_per_problem=32
     python -m sgs.evaluate model=deepseek_prover_v2_7b prover=lean resources=gpu_node \\
         evaluation.benchmark=minif2f-test evaluation.benchmark_file=/data/minif2f.jsonl
+    python -m sgs.evaluate evaluation.solver_mode=both evaluation.seconds_per_target=30 \\
+        evaluation.search.width=8 evaluation.search.workers=4     # sampling, then search on what is left
 
 The command takes the overrides ``python -m sgs`` takes (model, prover,
 resources, sampling ...) plus the ``evaluation`` node (:class:`sgs.config.EvaluationConfig`).
@@ -16,7 +18,16 @@ It writes ``problems.jsonl`` (one line per problem: id, n, c, pass@k per k,
 the count of each verdict status) and ``summary.json`` (pass@k per k with
 its interval, the checkpoint and its policy version, benchmark, n, seed and
 wall time) to
-``evaluation.output_dir``, and prints a table.  A bad config, benchmark or
+``evaluation.output_dir``, and prints a table.
+
+``evaluation.solver_mode`` chooses how it proves: ``sample`` (the above),
+``search`` (tactic-level search, :mod:`sgs.search.benchmark`: one search per
+problem within ``evaluation.seconds_per_target``, with the settings of
+``evaluation.search``, its model calls batched through the same engines) or
+``both`` (sampling first, then the search on the problems no sample proved).
+In those modes each line of ``problems.jsonl`` also says which mode proved
+the problem (``proved_by``) and what its search did, and ``summary.json``
+holds the solve rate by mode and what each mode generated.  A bad config, benchmark or
 file ends it with exit status 2, a machine that lacks what the config needs
 with 3, both before Ray starts.
 
@@ -38,12 +49,15 @@ from sgs import sft
 from sgs.state.benchmarks import BenchmarkError, load_benchmark
 from sgs.config import ConfigError, SGSConfig, compose_config, missing_model_directory, requirements_problems
 from sgs.config import validate
-from sgs.analysis.evaluation import BenchmarkResult, evaluate_problems, format_table
+from sgs.analysis.evaluation import BenchmarkResult, evaluate_problems
 from sgs.loop.weights import checkpoint_version
 from sgs.state.records import Target
 from sgs.machinery.prompts import Prompter
-from sgs.machinery.runtime import (Checkpoint, model_paths, pinned_gpus, sampling_settings, start_engines, start_ray,
-                                   start_verifier_pool)
+from sgs.machinery.engines import SamplingSettings
+from sgs.machinery.runtime import (Checkpoint, backend_spec, model_paths, pinned_gpus, reserved_cpus,
+                                   sampling_settings, start_engines, start_ray, start_verifier_pool)
+from sgs.search.benchmark import SolverModeResult, result_table, search_problems
+from sgs.search.settings import SearchSettings
 from sgs.state.targets import TargetError
 
 
@@ -82,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CONFIG
     result = replace(result, wall_seconds=time.perf_counter() - started)
     problems_path, summary_path = result.write(evaluation.output_dir or default_output_dir())
-    print(format_table(result))
+    print(result_table(result))
     print(f"benchmark read from {benchmark.source}; wrote {problems_path} and {summary_path}")
     return 0
 
@@ -99,9 +113,10 @@ def checkpoint_problems(checkpoint: str | None) -> list[str]:
     return []
 
 
-def evaluate_checkpoint(cfg: SGSConfig, benchmark: str, problems: Sequence[Target]) -> BenchmarkResult:
+def evaluate_checkpoint(cfg: SGSConfig, benchmark: str,
+                        problems: Sequence[Target]) -> BenchmarkResult | SolverModeResult:
     """Start Ray, one Solver engine group on the configured weights and a
-    verifier pool, measure ``problems``, and stop them all.
+    verifier pool, measure ``problems`` in ``evaluation.solver_mode``, and stop them all.
 
     With ``evaluation.checkpoint`` null the weights are the run's base model,
     warm-started (from the cache, or trained now) when ``python -m sgs``
@@ -111,7 +126,9 @@ def evaluate_checkpoint(cfg: SGSConfig, benchmark: str, problems: Sequence[Targe
     """
     evaluation, res = cfg.evaluation, cfg.resources
     paths = model_paths(cfg) if evaluation.checkpoint is None else None
-    start_ray(cfg)
+    searching = evaluation.solver_mode != "sample"
+    # The search's actors (one CPU each) on top of what the run's actors would reserve.
+    start_ray(cfg, reserved=reserved_cpus(cfg) + (evaluation.search.workers if searching else 0))
     try:
         if paths is None:
             checkpoint = evaluation.checkpoint
@@ -127,19 +144,63 @@ def evaluate_checkpoint(cfg: SGSConfig, benchmark: str, problems: Sequence[Targe
         try:
             pool = start_verifier_pool(cfg, name="eval-verifier")
             try:
-                settings = sampling_settings(cfg.sampling.solver, n=evaluation.samples_per_problem, seed=cfg.seed)
-                result = evaluate_problems(engine, pool, Prompter(cfg.prover.language,
-                                                                  AutoTokenizer.from_pretrained(tokenizer)),
-                                           problems, ks=evaluation.ks, settings=settings,
-                                           language=cfg.prover.language, benchmark=benchmark,
-                                           checkpoint=checkpoint, confidence=evaluation.confidence)
-                return replace(result, policy_version=version)
+                sampled = None
+                if evaluation.solver_mode != "search":
+                    settings = sampling_settings(cfg.sampling.solver, n=evaluation.samples_per_problem,
+                                                 seed=cfg.seed)
+                    sampled = replace(evaluate_problems(engine, pool, Prompter(cfg.prover.language,
+                                                                               AutoTokenizer.from_pretrained(tokenizer)),
+                                                        problems, ks=evaluation.ks, settings=settings,
+                                                        language=cfg.prover.language, benchmark=benchmark,
+                                                        checkpoint=checkpoint, confidence=evaluation.confidence),
+                                      policy_version=version)
+                    if not searching:
+                        return sampled
+                proved = {p.id for p in sampled.problems if p.c > 0} if sampled is not None else set()
+                return search_left(cfg, engine, pool, tokenizer, benchmark, problems, sampled,
+                                   [p for p in problems if p.id not in proved], checkpoint, version)
             finally:
                 pool.shutdown()
         finally:
             engine.shutdown()
     finally:
         ray.shutdown()
+
+
+def search_settings(cfg: SGSConfig) -> SearchSettings:
+    """The search of ``evaluation.search``, ``evaluation.seconds_per_target`` per problem."""
+    search, seconds = cfg.evaluation.search, cfg.evaluation.seconds_per_target
+    return SearchSettings(width=search.width, max_depth=search.max_depth, lemma_seconds=seconds,
+                          tactic_seconds=min(search.tactic_seconds, seconds), finishers=tuple(search.finishers),
+                          recheck_seconds=cfg.prover.timeout)
+
+
+def tactic_sampling(cfg: SGSConfig) -> SamplingSettings:
+    """How tactics are sampled: the Solver's temperature and top-p, a tactic's length,
+    fresh randomness per call (a state asked twice may get new tactics)."""
+    solver = cfg.sampling.solver
+    return SamplingSettings(n=max(cfg.evaluation.search.width, 1), max_tokens=cfg.evaluation.search.tactic_max_tokens,
+                            temperature=solver.temperature, top_p=solver.top_p)
+
+
+def search_left(cfg: SGSConfig, engine, pool, tokenizer: str, benchmark: str, problems: Sequence[Target],
+                sampled: BenchmarkResult | None, left: Sequence[Target], checkpoint: str,
+                version: int | None) -> SolverModeResult:
+    """The search on ``left`` (every problem, or those no sample proved), with the running engines and pool."""
+    evaluation = cfg.evaluation
+    settings = search_settings(cfg)
+    started = time.perf_counter()
+    searched = search_problems(left, engine=engine, pool=pool, tokenizer=tokenizer, sampling=tactic_sampling(cfg),
+                               settings=settings, strategy=str(evaluation.search.strategy),
+                               rocq_options=backend_spec(cfg.prover).options, workers=evaluation.search.workers)
+    return SolverModeResult(
+        mode=str(evaluation.solver_mode), benchmark=benchmark, checkpoint=checkpoint, policy_version=version,
+        language=cfg.prover.language, problem_ids=tuple(p.id for p in problems), sampled=sampled,
+        searched=tuple(searched), seconds_per_target=evaluation.seconds_per_target,
+        search_settings={"strategy": str(evaluation.search.strategy), "width": settings.width,
+                         "max_depth": settings.max_depth, "tactic_seconds": settings.tactic_seconds,
+                         "finishers": list(settings.finishers), "workers": evaluation.search.workers},
+        search_seconds=time.perf_counter() - started)
 
 
 if __name__ == "__main__":

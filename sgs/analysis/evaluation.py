@@ -51,10 +51,11 @@ SAMPLE_STATUSES = (*(status.value for status in Status), NO_PROOF)
 
 
 def sample_and_check(engine: EngineGroup, pool: Any, prompter: Prompter, problems: Sequence[Target],
-                     settings: SamplingSettings, language: str) -> dict[str, Counter]:
+                     settings: SamplingSettings, language: str, tokens: Counter | None = None) -> dict[str, Counter]:
     """Sample ``settings.n`` proofs per problem and check each with ``pool``;
     returns, per problem id in input order, how many samples ended with each
-    of :data:`SAMPLE_STATUSES`.
+    of :data:`SAMPLE_STATUSES`; ``tokens``, when given, gets the generated
+    tokens per problem id.
 
     Generation and checking overlap as in the loop's prove phase: each chunk
     of samples goes to the pool as soon as the engine returns it.  ``pool``
@@ -71,6 +72,8 @@ def sample_and_check(engine: EngineGroup, pool: Any, prompter: Prompter, problem
 
     def on_sample(request: Request, sample_id: str, sample: Sample) -> None:
         problem = request.item
+        if tokens is not None:
+            tokens[problem.id] += sample.num_tokens
         extraction = extract_proof(sample.text, language)
         if not extraction.ok:
             counts[problem.id][NO_PROOF] += 1
@@ -154,6 +157,8 @@ class ProblemResult:
     """The problem's id."""
     statuses: dict[str, int]
     """Samples per status of :data:`SAMPLE_STATUSES` (every status present, zeros included)."""
+    tokens: int = 0
+    """Tokens generated for its samples."""
 
     @property
     def n(self) -> int:
@@ -219,7 +224,7 @@ class BenchmarkResult:
     def problem_lines(self) -> list[dict]:
         """The per-problem records of ``problems.jsonl``."""
         return [{"id": p.id, "n": p.n, "c": p.c, "pass_at_k": {str(k): pass_at_k(p.n, p.c, k) for k in self.ks},
-                 "statuses": dict(p.statuses)} for p in self.problems]
+                 "statuses": dict(p.statuses), "tokens": p.tokens} for p in self.problems]
 
     def to_json(self) -> dict:
         """The summary: every estimate with its interval, and what was measured how."""
@@ -236,6 +241,7 @@ class BenchmarkResult:
             "confidence": self.confidence,
             "pass_at_k": {str(k): estimate.to_json() for k, estimate in self.estimates.items()},
             "statuses": self.statuses,
+            "tokens": sum(p.tokens for p in self.problems),
             "seconds": self.seconds,
             "wall_seconds": self.wall_seconds,
         }
@@ -271,8 +277,10 @@ def evaluate_problems(engine: EngineGroup, pool: Any, prompter: Prompter, proble
     if settings.n < max(ks):
         raise ValueError(f"pass@{max(ks)} needs at least {max(ks)} samples per problem, settings.n is {settings.n}")
     start = time.perf_counter()
-    counts = sample_and_check(engine, pool, prompter, problems, settings, language)
-    results = tuple(ProblemResult(problem_id, {status: statuses[status] for status in SAMPLE_STATUSES})
+    tokens: Counter = Counter()
+    counts = sample_and_check(engine, pool, prompter, problems, settings, language, tokens)
+    results = tuple(ProblemResult(problem_id, {status: statuses[status] for status in SAMPLE_STATUSES},
+                                  tokens[problem_id])
                     for problem_id, statuses in counts.items())
     return BenchmarkResult(benchmark=benchmark, checkpoint=checkpoint, policy_version=engine.policy_version,
                            language=language, ks=tuple(ks), confidence=confidence, settings=settings,

@@ -374,13 +374,14 @@ def test_pass_at_k_from_known_verdicts(tmp_path, pool, prompter):
     problems_path, summary_path = result.write(tmp_path / "out")
     lines = [json.loads(line) for line in problems_path.read_text().splitlines()]
     assert lines[0] == {"id": "easy", "n": 4, "c": 2, "pass_at_k": {"1": 0.5, "2": pytest.approx(5 / 6), "4": 1.0},
-                        "statuses": easy.statuses}
+                        "statuses": easy.statuses, "tokens": 4}  # the scripted samples are one token each
     assert lines[1]["id"] == "false" and lines[1]["pass_at_k"] == {"1": 0.0, "2": 0.0, "4": 0.0}
     summary = json.loads(summary_path.read_text())
     assert summary["pass_at_k"]["2"] == {"k": 2, "pass_at_k": pytest.approx(5 / 12), "ci_low": pytest.approx(0.0),
                                          "ci_high": pytest.approx(5 / 6), "problems": 2, "confidence": 0.95}
     assert (summary["benchmark"], summary["checkpoint"], summary["n"], summary["seed"]) == ("two", "scripted", 4, 3)
     assert summary["statuses"] == {"valid": 2, "invalid": 4, "timeout": 0, "system_error": 0, "no_proof": 2}
+    assert summary["tokens"] == 8
     assert summary["seconds"] >= 0 and summary["wall_seconds"] is None
     table = format_table(result)
     assert "pass@k on two: 2 problems, n = 4 samples each" in table
