@@ -138,6 +138,13 @@ _MODULE_HEAD = re.compile(r"Module\s+\S+\s*(:\s*Funsig\b|:=\s*Functor\b)?")
 #: fields in ``Print Module`` output under ``Set Short Module Printing``
 _MODULE_FIELD = re.compile(r"\b(Module\s+Type|Module|Inductive|CoInductive|Variant|Record|Structure|Class)\s+(\S+)")
 _MAX_MODULES = 100_000
+#: what coqtop prints around ``Print Module`` of a library that redefines
+#: notations (mathcomp's ssrnat, ssrbool): a warning with the location of the
+#: command, and an info message about a scope's key.  Neither is part of the
+#: module's listing, which is untagged text.
+_NOTATION_NOISE = re.compile(
+    r"(?:Toplevel input, characters \d+-\d+:\n(?:> [^\n]*\n)+)?<warning>.*?</warning>"
+    r"|<infomsg>\s*Overwriting previous delimiting key \S+ in scope \S+\s*</infomsg>", re.S)
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -149,6 +156,11 @@ def parse_libraries(output: str) -> tuple[str, ...]:
     if head.strip() != "Loaded library files:" or not all(_LIBRARY_NAME.fullmatch(n) for n in names):
         raise CensusError(f"unexpected answer to Print Libraries: {output[:300]!r}")
     return tuple(names)
+
+
+def module_answer(output: str) -> str:
+    """The answer to ``Print Module`` without the notation warnings printed with it."""
+    return clean(_NOTATION_NOISE.sub("", output))
 
 
 def parse_location(name: str, output: str) -> str:
@@ -550,7 +562,7 @@ def _inductive_types(session: RocqSession, libraries: list[str], deadline: float
         if len(seen) > _MAX_MODULES:
             raise CensusError("too many modules")
         reply = session.run(f"Print Module {module}.", deadline)
-        text = clean(reply.output)
+        text = module_answer(reply.output)
         head = _MODULE_HEAD.match(text)
         if not reply.ok or head is None:
             raise CensusError(f"unexpected answer to Print Module {module}: {text[:300]!r}")

@@ -17,6 +17,7 @@ from lean_env.rocq.census import (
     AxiomCensus,
     Census,
     CensusError,
+    module_answer,
     parse_libraries,
     parse_location,
     parse_summary,
@@ -157,6 +158,24 @@ def test_coqtop_answers_are_parsed_strictly():
             parse_libraries(bad)
     with pytest.raises(CensusError):
         parse_location("Coq.Other", location)
+
+
+def test_notation_warnings_around_a_module_listing_are_dropped_and_nothing_else():
+    # captured from coqtop 8.16.1 (-emacs), mathcomp's ssrnat and ssrbool required in a fresh session
+    location = "Toplevel input, characters 0-39:\n> Print Module mathcomp.ssreflect.ssrnat.\n> ^^^^^^^^^^^^^^^^^^^^\n"
+    warned = ("<infomsg>Overwriting previous delimiting key nat in scope nat_scope</infomsg>\n"
+              + location + '<warning>\nWarning: Notation "_ + _" was already used in scope nat_scope.\n'
+              "[notation-overridden,parsing]</warning>\n"
+              + location + '<warning>\nWarning: Notation "_ - _" was already used in scope nat_scope.\n'
+              "[notation-overridden,parsing]</warning>\n"
+              "Module\nssrnat\n:= Struct\n     Definition eqn : nat -> nat -> bool.\n     Inductive le_xor_gt\nEnd\n")
+    assert module_answer(warned) == ("Module\nssrnat\n:= Struct\n     Definition eqn : nat -> nat -> bool.\n"
+                                     "     Inductive le_xor_gt\nEnd")
+    keyed = "<infomsg>Overwriting previous delimiting key bool in scope bool_scope\n</infomsg>\nModule\nssr.ssrbool\n"
+    assert module_answer(keyed) == "Module\nssr.ssrbool"
+    # an error, or a listing printed as an info message, is left for the parser to refuse or read
+    for kept in ("Error: Unknown module", "<infomsg>Module M := Struct Inductive t End</infomsg>"):
+        assert module_answer(kept) == kept.replace("<infomsg>", "").replace("</infomsg>", "")
 
 
 @pytest.mark.parametrize("options", [{"census_timeout": 0}, {"coqchk": 3}, {"census_cache_dir": 1},
