@@ -5,10 +5,15 @@ Endpoints (JSON in and out; every error is ``{"error": "<what is wrong>"}``):
 * ``GET /health``: the model (checkpoint, where it came from, policy
   version), the prover (backend and version) and the engine backend (library
   and version), asked of the replicas; 503 when a back end does not answer.
-* ``POST /prove`` ``{header?, statement, attempts?, timeout?, prover?}``:
-  :func:`sgs.serve.search.search`; answers ``found``, the ``proof`` body
-  and the whole ``text`` (header, statement, proof), every attempt's
-  verdict, ``seconds`` and ``verifier_seconds``, ``timed_out``.
+* ``POST /prove`` ``{header?, statement, attempts?, timeout?, prover?, mode?}``:
+  ``mode`` ``sample`` (the default: :func:`sgs.serve.search.search`, whole
+  proofs sampled), ``search`` (a tactic-level search, :mod:`sgs.serve.searchers`)
+  or ``both`` (sampling, then the search with the time left); answers
+  ``found``, the ``proof`` body and the whole ``text`` (header, statement,
+  proof), every attempt's verdict, ``seconds`` and ``verifier_seconds``,
+  ``timed_out``, ``proved_by`` (``sample``, ``search`` or null) and
+  ``search`` (how it ended, its model calls, samples and tokens; null
+  when none ran).
 * ``POST /verify`` ``{header?, statement, proof, timeout?, prover?}``: the
   verdict on one proof body, as ``python -m lean_env verify`` writes it.
 * ``POST /generate`` ``{name, input, prefix}``: LeanCopilot's external
@@ -52,7 +57,8 @@ from sgs.method.roles import extract_proof
 from sgs.serve.engine import Drawn, Refusal
 from sgs.serve.goals import goal_statement, suggestion
 from sgs.serve.requests import BadRequest, generate_request, prove_request, read_body, too_large, verify_request
-from sgs.serve.search import awaited, call_sizes, capped, search
+from sgs.serve.search import Outcome, awaited, call_sizes, capped, search
+from sgs.serve.searchers import SearchOptions, Searchers
 
 log = logging.getLogger("ray.serve")
 
@@ -78,6 +84,8 @@ class FrontSettings:
     """Where the Solver's tokenizer comes from (prompts are rendered with it)."""
     model: dict[str, Any]
     """The served weights, described for ``/health``."""
+    search: SearchOptions | None = None
+    """``/prove``'s search mode (None: a server that cannot search)."""
 
 
 class Unavailable(Exception):
@@ -156,6 +164,8 @@ class ProverAPI:
         self._limits = settings.serve
         self._prompter = Prompter(settings.prover, AutoTokenizer.from_pretrained(settings.tokenizer))
         self._metrics = ServeMetrics()
+        self._searchers = (Searchers(engine, settings.tokenizer, settings.search)
+                           if settings.search is not None else None)
 
     @app.get("/health")
     async def health(self) -> JSONResponse:
@@ -187,22 +197,59 @@ class ProverAPI:
         req = prove_request(body, self._limits, self._settings.prover)
         deadline = started + req.timeout
         await self._require_statement(req.header, req.statement, deadline)
-        outcome = await search(self._draw, self._check, prompt=self._prompter.solver(req.header, req.statement),
-                               header=req.header, statement=req.statement, language=self._settings.prover,
-                               attempts=req.attempts, per_call=self._limits.samples_per_call, deadline=deadline)
+        if req.mode != "sample" and self._searchers is None:
+            raise BadRequest(422, f"mode={req.mode!r}: this server runs no search")
+        outcome = Outcome(None, None, [], False)
+        if req.mode != "search":
+            outcome = await search(self._draw, self._check, prompt=self._prompter.solver(req.header, req.statement),
+                                   header=req.header, statement=req.statement, language=self._settings.prover,
+                                   attempts=req.attempts, per_call=self._limits.samples_per_call,
+                                   deadline=deadline)
         for attempt in outcome.attempts:
             self._metrics.attempts.inc(tags={"status": attempt.status})
             if attempt.status in VERDICT_STATUSES:
                 self._metrics.verifier_seconds.observe(attempt.seconds)
-        if outcome.proof is not None:
+        proof, proved_by, searched, timed_out = outcome.proof, "sample", None, outcome.timed_out
+        verifier_seconds = outcome.verifier_seconds
+        if proof is None and req.mode != "sample":
+            searched, proof, seconds = await self._search(req, deadline)
+            proved_by, timed_out, verifier_seconds = "search", searched["stop"] in ("time", "request_timeout"), \
+                verifier_seconds + seconds
+        if proof is not None:
             self._metrics.proofs_found.inc()
-        text = None if outcome.proof is None else _proof_text(req.header, req.statement, outcome.proof)
-        answer = {"found": outcome.proof is not None, "proof": outcome.proof, "text": text,
+        text = None if proof is None else _proof_text(req.header, req.statement, proof)
+        answer = {"found": proof is not None, "proof": proof, "text": text,
                   "attempt": outcome.winner, "attempts": [a.to_json() for a in outcome.attempts],
-                  "timed_out": outcome.timed_out, "seconds": round(time.monotonic() - started, 4),
-                  "verifier_seconds": round(outcome.verifier_seconds, 4)}
-        return answer, (f"attempts={req.attempts} found={answer['found']} timed_out={outcome.timed_out} "
-                        f"verifier_s={outcome.verifier_seconds:.3f}")
+                  "timed_out": timed_out, "seconds": round(time.monotonic() - started, 4),
+                  "verifier_seconds": round(verifier_seconds, 4), "mode": req.mode,
+                  "proved_by": proved_by if proof is not None else None, "search": searched}
+        return answer, (f"mode={req.mode} attempts={req.attempts} found={answer['found']} "
+                        f"proved_by={answer['proved_by']} timed_out={timed_out} verifier_s={verifier_seconds:.3f}")
+
+    async def _search(self, req: Any, deadline: float) -> tuple[dict, str | None, float]:
+        """The search's summary, the proof it found if the verifier accepts it, and the verifier's seconds."""
+        result = await self._searchers.search(ProofTask("search", req.header, req.statement, ""),
+                                              deadline - time.monotonic())
+        if result is None:
+            return {"stop": "request_timeout", "status": None, "model_calls": 0, "samples": 0, "tokens": 0,
+                    "expanded": 0, "seconds": None}, None, 0.0
+        stats, generation = result["stats"], result["generation"]
+        summary = {"stop": result["stop"], "status": (result["verdict"] or {}).get("status"),
+                   "model_calls": generation.get("model_calls", 0), "samples": generation.get("samples", 0),
+                   "tokens": generation.get("tokens", 0), "expanded": stats.get("expanded", 0),
+                   "seconds": round(stats.get("seconds", 0.0), 4)}
+        if not result["proved"]:
+            return summary, None, 0.0
+        # The search's own re-check passed; the verifier decides, as for a sampled proof.
+        try:
+            verdict = await self._call(self._check(ProofTask("search", req.header, req.statement, result["proof"])),
+                                       deadline - time.monotonic())
+        except TimeoutError:
+            summary["status"] = "unchecked"
+            return summary, None, 0.0
+        self._metrics.verifier_seconds.observe(verdict.seconds)
+        summary["status"] = verdict.status.value
+        return summary, result["proof"] if verdict.valid else None, verdict.seconds
 
     async def _verify(self, body: dict, started: float) -> tuple[dict, str]:
         req = verify_request(body, self._limits, self._settings.prover)

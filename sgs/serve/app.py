@@ -31,6 +31,7 @@ from lean_env.pool import VerifierPoolSettings
 from sgs.config import SGSConfig
 from sgs.machinery.runtime import backend_spec
 from sgs.serve.api import FrontSettings, ProverAPI
+from sgs.serve.searchers import SearchOptions
 from sgs.serve.engine import SolverEngine
 from sgs.serve.verifier import Verifier
 from sgs.serve.weights import ServedWeights
@@ -48,7 +49,9 @@ def service_cpus(cfg: SGSConfig) -> float:
     serve, res = cfg.serve, cfg.resources
     engines = serve.engine_max_replicas or serve.engine_replicas
     verifiers = serve.verifier_max_replicas or serve.verifier_replicas
-    return engines * res.cpus_per_engine + verifiers * res.verifier_workers * res.cpus_per_verifier
+    # Each front replica's search actors take one CPU each (sgs.serve.searchers).
+    searchers = serve.api_replicas * cfg.evaluation.search.workers if cfg.prover.backend == "rocq" else 0
+    return engines * res.cpus_per_engine + verifiers * res.verifier_workers * res.cpus_per_verifier + searchers
 
 
 def build_app(cfg: SGSConfig, weights: ServedWeights) -> Application:
@@ -60,7 +63,8 @@ def build_app(cfg: SGSConfig, weights: ServedWeights) -> Application:
         **_replicas(serve.engine_replicas, serve.engine_max_replicas, serve.target_ongoing_requests),
     ).bind(res.engine_backend, weights.checkpoint, {"dtype": cfg.model.dtype},
            {"max_tokens": sampling.max_tokens, "temperature": sampling.temperature, "top_p": sampling.top_p},
-           serve.max_batch_size, serve.batch_wait_timeout_s, weights.policy_version)
+           serve.max_batch_size, serve.batch_wait_timeout_s, weights.policy_version,
+           cfg.evaluation.search.tactic_max_tokens)
     verifier = Verifier.options(
         # The replica only dispatches; its pool's worker actors reserve the CPUs.
         ray_actor_options={"num_cpus": 0},
@@ -79,7 +83,18 @@ def build_app(cfg: SGSConfig, weights: ServedWeights) -> Application:
         max_ongoing_requests=serve.max_ongoing_requests,
         max_queued_requests=serve.max_queued_requests,
     )
-    return front.bind(engine, verifier, FrontSettings(cfg.prover.backend, serve, weights.tokenizer, model))
+    return front.bind(engine, verifier, FrontSettings(cfg.prover.backend, serve, weights.tokenizer, model,
+                                                      search_options(cfg)))
+
+
+def search_options(cfg: SGSConfig) -> SearchOptions | None:
+    """``/prove``'s search, as ``evaluation.search`` sets it (None for Lean: the search runs on Rocq states)."""
+    if cfg.prover.backend != "rocq":
+        return None
+    search = cfg.evaluation.search
+    settings = {"width": search.width, "max_depth": search.max_depth, "tactic_seconds": search.tactic_seconds,
+                "finishers": tuple(search.finishers)}
+    return SearchOptions(str(search.strategy), search.workers, settings, backend_spec(cfg.prover).options)
 
 
 def _replicas(low: int, high: int | None, target: float) -> dict[str, Any]:

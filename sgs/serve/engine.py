@@ -4,7 +4,9 @@
 :func:`sgs.machinery.engines.build_engine` (transformers or vLLM, as in runs).
 ``generate(prompt, n)`` is batched with Ray Serve's ``@serve.batch``: the
 calls that arrive while a batch runs (from any requests, up to
-``serve.max_batch_size``) run as one engine step, grouped by their n.  The
+``serve.max_batch_size``) run as one engine step, grouped by their n.
+``tactics(prompt, n)``, a search's model call (:mod:`sgs.search.engine_proposer`),
+is batched with them, its samples cut at ``tactic_max_tokens``.  The
 step runs in a thread so the replica keeps answering health checks.  A call
 the engine refuses (a prompt longer than the model's context) is answered
 with :class:`Refusal` and does not fail the calls batched with it.
@@ -33,6 +35,9 @@ class Drawn:
     """Sum of its tokens' log-probs under the sampling distribution (the /generate score)."""
     finish_reason: str
     """``stop`` or ``length``."""
+    token_ids: tuple[int, ...] = ()
+    """The completion's tokens, and each one's log-prob (a search ranks tactics by a prefix of them)."""
+    logprobs: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,8 @@ class Refusal:
 
 
 def _drawn(sample) -> Drawn:
-    return Drawn(sample.text, float(sum(sample.logprobs)), sample.finish_reason)
+    return Drawn(sample.text, float(sum(sample.logprobs)), sample.finish_reason, tuple(sample.token_ids),
+                 tuple(sample.logprobs))
 
 
 def _library_version(backend: str) -> str:
@@ -65,12 +71,14 @@ class SolverEngine:
     """One Solver engine per replica, its calls batched (module docstring)."""
 
     def __init__(self, backend: str, model_path: str, engine_options: dict[str, Any], sampling: dict[str, Any],
-                 max_batch_size: int, batch_wait_timeout_s: float, policy_version: int) -> None:
+                 max_batch_size: int, batch_wait_timeout_s: float, policy_version: int,
+                 tactic_max_tokens: int = 64) -> None:
         # Imported here, in the replica: the front imports this module and needs no torch.
         from sgs.machinery.engines import build_engine
 
         self._engine = build_engine(backend, model_path, policy_version=policy_version, **engine_options)
         self._sampling = sampling
+        self._tactic_max_tokens = tactic_max_tokens
         self._info = {"engine": backend, "library": _library_version(backend), "checkpoint": model_path,
                       "policy_version": policy_version, "max_batch_size": max_batch_size, **sampling}
         self._batch.set_max_batch_size(max_batch_size)
@@ -78,24 +86,33 @@ class SolverEngine:
 
     async def generate(self, prompt: str, n: int) -> list[Drawn] | Refusal:
         """``n`` samples for ``prompt``, run in one engine step with the calls batched beside it."""
-        return await self._batch(prompt, n)
+        return await self._batch(prompt, n, None)
+
+    async def tactics(self, prompt: str, n: int) -> list[Drawn] | Refusal:
+        """``n`` tactics for a search's tactic prompt: samples of at most ``tactic_max_tokens``."""
+        return await self._batch(prompt, n, self._tactic_max_tokens)
 
     def info(self) -> dict[str, Any]:
         """The engine library and its version, the weights and the sampling settings."""
         return dict(self._info)
 
     @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.01)
-    async def _batch(self, prompts: list[str], counts: list[int]) -> list[list[Drawn] | Refusal]:
-        return await asyncio.to_thread(self._generate_all, prompts, counts)
+    async def _batch(self, prompts: list[str], counts: list[int],
+                     limits: list[int | None]) -> list[list[Drawn] | Refusal]:
+        return await asyncio.to_thread(self._generate_all, prompts, counts, limits)
 
-    def _generate_all(self, prompts: list[str], counts: list[int]) -> list[list[Drawn] | Refusal]:
-        """One generate call per distinct n (one in the usual case)."""
+    def _generate_all(self, prompts: list[str], counts: list[int],
+                      limits: list[int | None]) -> list[list[Drawn] | Refusal]:
+        """One generate call per distinct n and length limit (one in the usual case;
+        None: the service's ``max_tokens``)."""
         from sgs.machinery.engines import SamplingSettings
 
         results: list[list[Drawn] | Refusal | None] = [None] * len(prompts)
-        for n in sorted(set(counts)):
-            indices = [i for i, count in enumerate(counts) if count == n]
-            settings = SamplingSettings(n=n, seed=None, **self._sampling)
+        calls = list(zip(counts, limits))
+        for n, limit in sorted(set(calls), key=lambda call: (call[0], call[1] or 0)):
+            indices = [i for i, call in enumerate(calls) if call == (n, limit)]
+            sampling = self._sampling if limit is None else {**self._sampling, "max_tokens": limit}
+            settings = SamplingSettings(n=n, seed=None, **sampling)
             for i, samples in zip(indices, self._generate_apart([prompts[i] for i in indices], settings)):
                 results[i] = samples
         return results

@@ -10,10 +10,11 @@ naming it:
 * 400: a body that is not UTF-8, not JSON or not a JSON object; a missing
   field, a field of the wrong type, a field the endpoint does not know, text
   with unpaired surrogates; ``attempts`` or ``timeout`` out of the server's
-  bounds; an unknown prover;
+  bounds; an unknown prover; an unknown ``mode``;
 * 422: well-formed but unusable: a prover the server does not run, a
   statement or header the verifier's own text checks refuse
-  (:func:`sgs.state.benchmarks.problem_text`), or one of the other language.
+  (:func:`sgs.state.benchmarks.problem_text`), or one of the other language;
+  a search (``mode`` ``search`` or ``both``) on a server that checks Lean.
 
 Whether a statement *elaborates* needs the prover; the front asks the
 verifier for that (:mod:`sgs.serve.api`) and answers 422 the same way.
@@ -39,14 +40,20 @@ class BadRequest(Exception):
         self.message = message
 
 
+#: ``/prove``'s modes: whole proofs sampled, a tactic-level search, or sampling then the search
+PROVE_MODES = ("sample", "search", "both")
+
+
 @dataclass(frozen=True)
 class ProveRequest:
-    """``POST /prove``: find a proof of ``statement`` in ``attempts`` samples within ``timeout`` seconds."""
+    """``POST /prove``: find a proof of ``statement`` within ``timeout`` seconds, by
+    ``attempts`` samples, a search, or both (``mode``)."""
 
     header: str
     statement: str
     attempts: int
     timeout: float
+    mode: str = "sample"
 
 
 @dataclass(frozen=True)
@@ -97,14 +104,19 @@ def too_large(size: int, max_bytes: int) -> BadRequest:
 
 def prove_request(obj: dict, serve: ServeConfig, prover: str) -> ProveRequest:
     """A ``/prove`` body: ``header`` (optional), ``statement``, ``attempts`` and
-    ``timeout`` (optional, within the server's bounds), ``prover`` (optional)."""
-    _known_fields(obj, ("header", "statement", "attempts", "timeout", "prover"))
+    ``timeout`` (optional, within the server's bounds), ``prover`` and ``mode`` (optional)."""
+    _known_fields(obj, ("header", "statement", "attempts", "timeout", "prover", "mode"))
     _check_prover(obj, prover)
+    mode = _text(obj, "mode", default="sample") if obj.get("mode") is not None else "sample"
+    if mode not in PROVE_MODES:
+        raise BadRequest(400, f"unknown mode {mode!r}; modes are {', '.join(PROVE_MODES)}")
+    if mode != "sample" and prover != "rocq":
+        raise BadRequest(422, f"mode={mode!r} searches over Rocq proof states; this server checks {prover} proofs")
     header, statement = _problem(obj, prover)
     attempts = _integer(obj, "attempts", serve.default_attempts)
     if not 1 <= attempts <= serve.max_attempts:
         raise BadRequest(400, f"attempts={attempts} must lie in 1..{serve.max_attempts} (serve.max_attempts)")
-    return ProveRequest(header, statement, attempts, _timeout(obj, serve))
+    return ProveRequest(header, statement, attempts, _timeout(obj, serve), mode)
 
 
 def verify_request(obj: dict, serve: ServeConfig, prover: str) -> VerifyRequest:

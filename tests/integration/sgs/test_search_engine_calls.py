@@ -1,0 +1,79 @@
+"""Many searches' model calls through one engine group (:mod:`sgs.search.engine_calls`):
+the real queue actor and pump, a scripted group in place of the engines."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import ray
+
+from sgs.machinery.engines import Sample, SamplingSettings
+from sgs.search.engine_calls import EngineCallError, EnginePump, TacticQueue
+from sgs.search.engine_proposer import Completion
+
+
+class ScriptedGroup:
+    """Stands in for an :class:`~sgs.machinery.engines.EngineGroup`: every chunk is
+    ready at once (sample j of prompt p is ``p/j``), or ``poll`` raises ``fail``."""
+
+    def __init__(self, fail: Exception | None = None) -> None:
+        self.fail = fail
+        self.submitted: list[tuple[list[str], SamplingSettings]] = []
+        self._ready: list[tuple[int, list[list[Sample]]]] = []
+
+    def submit(self, prompts, settings, chunk_size=None):
+        self.submitted.append((list(prompts), settings))
+        key = len(self.submitted)
+        self._ready.append((key, [[Sample(f"{p}/{j}", [7, 2], [-0.5, -0.25], [1, 2, 3], "stop", 0, 0.0)
+                                   for j in range(settings.n)] for p in prompts]))
+        return [(key, list(range(len(prompts))))]
+
+    def poll(self, timeout=0.0):
+        if self.fail is not None:
+            raise self.fail
+        ready, self._ready = self._ready, []
+        return ready
+
+    def waitables(self):
+        return []
+
+
+def pump_until(pump: EnginePump, refs: list, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while ray.wait(refs, num_returns=len(refs), timeout=0)[1]:
+        assert time.monotonic() < deadline, "the calls were never answered"
+        ray.wait(pump.waitables() + refs, num_returns=1, timeout=0.2)
+        pump.advance()
+
+
+def test_the_calls_of_many_searches_reach_the_engines_as_one_batch(ray_session):
+    group = ScriptedGroup()
+    queue = TacticQueue.remote(linger_s=0.3)
+    try:
+        pump = EnginePump(group, queue, SamplingSettings(max_tokens=8, temperature=0.7), take_timeout_s=0.5)
+        calls = [queue.tactics.remote(f"state {i}", 2) for i in range(3)] + [queue.tactics.remote("state 3", 1)]
+        pump_until(pump, calls)
+        answers = ray.get(calls)
+    finally:
+        ray.kill(queue)
+    # One generate call per n, each with every prompt waiting; the settings are the pump's, n the call's.
+    # (The actor takes concurrent calls in any order.)
+    assert [(sorted(prompts), s.n, s.max_tokens, s.temperature) for prompts, s in group.submitted] == [
+        (["state 3"], 1, 8, 0.7), (["state 0", "state 1", "state 2"], 2, 8, 0.7)]
+    assert answers[1] == [Completion("state 1/0", (7, 2), (-0.5, -0.25)), Completion("state 1/1", (7, 2), (-0.5, -0.25))]
+    assert [a.text for a in answers[3]] == ["state 3/0"]
+    assert (pump.calls, pump.chunks) == (4, 2)
+
+
+def test_an_engine_error_fails_the_calls_in_flight_not_the_driver(ray_session):
+    queue = TacticQueue.remote(linger_s=0.0)
+    try:
+        pump = EnginePump(ScriptedGroup(fail=ValueError("the prompt is longer than the model's context")), queue,
+                          SamplingSettings(), take_timeout_s=0.5)
+        call = queue.tactics.remote("state", 2)
+        pump_until(pump, [call])
+        with pytest.raises(EngineCallError, match="engine call failed: ValueError: the prompt is longer"):
+            ray.get(call)
+    finally:
+        ray.kill(queue)
