@@ -1,0 +1,258 @@
+"""``python -m sgs.fill PROJECT_DIR``: prove the lemmas a Rocq project left ``Admitted``.
+
+    python -m sgs.fill PROJECT_DIR [--out report.jsonl] [--time-per-lemma 60] [--workers 2]
+        [--write] [--admits] [--names a,b] [--proposer auto|knn|model] [--build-dir DIR]
+
+Finds every lemma whose proof is ``Admitted.`` (:mod:`sgs.fill.admitted`)
+in a ``_CoqProject``, ``Make`` or dune project (:mod:`sgs.fill.project`),
+builds the project, tries each lemma (:mod:`sgs.fill.attempts`: Rocq's
+automation, ``sauto``, then tactic search) within ``--time-per-lemma``
+seconds, re-checks every proof found with the verifier pool, and writes one
+JSON line per lemma to ``--out`` and a readable ``.md`` beside it
+(:mod:`sgs.fill.report`); the last line on stdout is ``proved N of M ...``.
+``--write`` puts the proofs into the files only when the whole project then
+builds (:mod:`sgs.fill.write`).  docs/fill.md has the details.
+
+Exit status: 0 done; 1 ``--write`` refused because the project does not
+build with the proofs (the report says why; no file changed); 2 bad input,
+one line on stderr naming it, nothing written: not a project, a project that
+does not build, no admitted lemma, a source that changed during the run, a
+folder ``--write`` cannot write, a bad command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import logging
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import NoReturn, Optional, Sequence
+
+from lean_env.rocq.checks import RocqTextError
+from lean_env.rocq.config import RocqConfigError
+from lean_env.rocq.load_path import to_json
+from lean_env.verdict import ProofTask, Status
+from sgs.fill.admitted import FillTarget, NotFillable, allowed_names, find_admitted, written_proof
+from sgs.fill.project import find_project, source_hashes
+from sgs.fill.report import Row, jsonl, markdown, summary_line
+from sgs.fill.write import Edit, WriteError, build_check, check_writable, patched_text, replace_files
+from sgs.state.files import atomic_write
+from sgs.state.rocq_project import BuildError, Project, ProjectError, build, default_build_dir
+from sgs.state.rocq_trace import build_load_path
+
+EXIT_WRITE_REFUSED = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A command line or an input this command cannot work with: one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = _Parser(prog="python -m sgs.fill", description=__doc__.split("\n\n")[0])
+    parser.add_argument("project", type=Path, help="the project folder (_CoqProject, Make or dune-project)")
+    parser.add_argument("--out", type=Path, help="the JSON-lines report (default: <folder>.fill.jsonl); "
+                                                 "the readable one goes beside it, .md")
+    parser.add_argument("--time-per-lemma", type=float, default=60.0, help="seconds per lemma (default 60)")
+    parser.add_argument("--workers", type=int, default=2, help="provers at once (default 2)")
+    parser.add_argument("--write", action="store_true",
+                        help="replace each proved lemma's Admitted by its proof, if the whole project still builds")
+    parser.add_argument("--admits", action="store_true",
+                        help="also lemmas with tactics (an admit, say) before their Admitted")
+    parser.add_argument("--names", help="only these admitted lemmas (comma-separated names or logical paths)")
+    parser.add_argument("--proposer", choices=("auto", "knn", "model"), default="auto",
+                        help="what proposes tactics to the search: the k-NN learner on the project's own "
+                             "proofs, the shipped model, or (auto) the k-NN when the project has proofs")
+    parser.add_argument("--checkpoint", default="pkg://sgs/data/rocq_prover", help="the model (--proposer model)")
+    parser.add_argument("--build-dir", type=Path, help="where to build (default: ~/.cache/sgs/rocq_projects/...)")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel make jobs (default 2)")
+    args = parser.parse_args(argv)
+    if not args.time_per_lemma > 0:
+        raise UsageError(f"--time-per-lemma must be positive, got {args.time_per_lemma}")
+    if args.workers < 1 or args.jobs < 1:
+        raise UsageError("--workers and --jobs must be at least 1")
+    if args.out is None:
+        args.out = Path(f"{args.project.resolve().name}.fill.jsonl")
+    return args
+
+
+def _read(project: Project, source: str) -> str:
+    # bytes as they are (no newline translation), so the spans and a written file match the original
+    try:
+        return (project.root / source).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ProjectError(f"{project.root / source} is not UTF-8 text: {error}") from None
+
+
+def find_targets(project: Project, texts: dict[str, str], *, admits: bool, names: Optional[str]
+                 ) -> tuple[list[FillTarget], list[NotFillable]]:
+    """The admitted lemmas of every file, those of ``names`` only when given."""
+    targets: list[FillTarget] = []
+    problems: list[NotFillable] = []
+    for source in project.sources:
+        try:
+            found, not_fillable = find_admitted(texts[source], source, project.logical_module(source), admits=admits)
+        except RocqTextError as error:
+            raise ProjectError(f"{project.root / source} cannot be split into sentences: {error}") from None
+        targets += found
+        problems += not_fillable
+    if names:
+        wanted = [name.strip() for name in names.split(",") if name.strip()]
+        known = {key for item in [*targets, *problems] for key in (item.name, item.id)}
+        unknown = [name for name in wanted if name not in known]
+        if unknown:
+            raise UsageError(f"--names: no admitted lemma named {', '.join(unknown)} in {project.root}")
+        targets = [t for t in targets if t.name in wanted or t.id in wanted]
+        problems = [p for p in problems if p.name in wanted or p.id in wanted]
+    if not targets and not problems:
+        raise UsageError(f"{project.root} has no admitted lemma"
+                         + ("" if admits else " (lemmas with tactics before Admitted count with --admits)"))
+    return targets, problems
+
+
+def _changed(project: Project, hashes: dict[str, str]) -> list[str]:
+    now = source_hashes(project)
+    return [source for source in project.sources if now.get(source) != hashes.get(source)]
+
+
+def _prepare(args: argparse.Namespace):
+    """Everything that may fail on bad input, before any prover starts."""
+    project = find_project(args.project)
+    for item in project.ignored:
+        print(f"{project.project_file}: not used: {item}", file=sys.stderr)
+    if args.write:
+        check_writable(project)
+    out_dir = args.out.resolve().parent
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out {args.out}: {out_dir} is not a folder")
+    hashes = source_hashes(project)
+    texts = {source: _read(project, source) for source in project.sources}
+    targets, problems = find_targets(project, texts, admits=args.admits, names=args.names)
+    build_dir = (args.build_dir or default_build_dir(project)).expanduser().resolve()
+    print(f"{len(targets) + len(problems)} admitted lemmas; building {project.root} in {build_dir}", file=sys.stderr)
+    build(project, build_dir, jobs=args.jobs)
+    return project, hashes, texts, targets, problems, build_dir
+
+
+def _proposer_corpus(args, project: Project, build_dir: Path) -> Optional[Path]:
+    """The k-NN's memory of the project's proofs, or None for the model."""
+    if args.proposer == "model":
+        return None
+    from sgs.fill.knowledge import project_steps
+    corpus, steps = project_steps(project, build_dir)
+    print(f"the project's own proofs: {steps} tactic steps", file=sys.stderr)
+    return corpus if steps or args.proposer == "knn" else None
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    project, hashes, texts, targets, problems, build_dir = _prepare(args)
+    load_path = tuple(tuple(entry) for entry in to_json(build_load_path(project, build_dir)))
+    modules = {source: (project.logical_module(source), texts[source]) for source in project.sources}
+    rocq_options = {"allowed_axioms": allowed_names(modules, targets)}
+    tasks = [ProofTask(t.id, t.header, t.statement, "", load_path) for t in targets]
+    corpus = _proposer_corpus(args, project, build_dir) if targets else None
+
+    # a busy machine's raylet may take longer than Ray's default minute to register
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "300")
+    import ray
+
+    from sgs.fill.attempts import attempt_all, recheck_all
+    from sgs.machinery.runtime import own_cluster_runtime_env
+    # always a cluster of its own, never one another user started on the machine
+    ray.init(address="local", num_cpus=args.workers, include_dashboard=False, logging_level=logging.WARNING,
+             log_to_driver=False, runtime_env=own_cluster_runtime_env())
+    try:
+        outcomes = attempt_all(tasks, seconds=args.time_per_lemma, workers=args.workers, rocq_options=rocq_options,
+                               knn_corpus=corpus, checkpoint=args.checkpoint,
+                               progress=lambda line: print(line, file=sys.stderr))
+        found = [ProofTask(t.id, t.header, t.statement, outcomes[t.id].proof, t.load_path)
+                 for t in tasks if outcomes[t.id].proof is not None]
+        verdicts = recheck_all(found, workers=args.workers, timeout=max(args.time_per_lemma, 30.0),
+                               rocq_options=rocq_options)
+    finally:
+        ray.shutdown()
+
+    rows: list[Row] = []
+    edits: dict[str, list[Edit]] = {}
+    for target in targets:
+        outcome = outcomes[target.id]
+        status, reason, needs_hammer = verdicts.get(target.id, ("", "", False))
+        common = dict(file=target.file, line=target.line, name=target.name, id=target.id, form=target.form,
+                      seconds=round(outcome.seconds, 2))
+        if status == Status.VALID.value:
+            proof = written_proof(target, outcome.proof or "")
+            rows.append(Row(**common, status="proved", proof=proof, prover=outcome.prover, needs_hammer=needs_hammer))
+            edits.setdefault(target.file, []).append(Edit(target.span, proof, needs_hammer))
+        elif outcome.error:
+            rows.append(Row(**common, status="error", reason=outcome.error))
+        else:
+            # a proof the re-check refused is no proof: the lemma stays not proved
+            rows.append(Row(**common, status="not_proved"))
+            if status:
+                print(f"{target.id}: the {outcome.prover} proof failed the re-check ({status}: {reason})",
+                      file=sys.stderr)
+    rows += [Row(p.file, p.line, p.name, p.id, "statement", "error", reason=p.reason) for p in problems]
+    rows.sort(key=lambda row: (row.file, row.line))
+
+    changed = _changed(project, hashes)
+    if changed:
+        raise UsageError(f"{', '.join(changed)} changed during the run: nothing written (run again on the new version)")
+    write_outcome, code = None, 0
+    if args.write:
+        write_outcome, code = _write(args, project, texts, edits, hashes)
+    seconds = time.monotonic() - started
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    command = "python -m sgs.fill " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    settings = {"time per lemma": f"{args.time_per_lemma:g} s", "workers": args.workers,
+                "proposer": "k-NN on the project's proofs" if corpus else "the shipped model"}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(args.out, jsonl(rows))
+    page = markdown(rows, project=str(project.root), command=command, when=when, seconds=seconds,
+                    settings=settings, write=write_outcome)
+    atomic_write(args.out.with_suffix(".md"), page.encode("utf-8"))
+    if write_outcome:
+        print(f"--write: {write_outcome}", file=sys.stderr if code else sys.stdout)
+    print(summary_line(rows, seconds))
+    return code
+
+
+def _write(args, project: Project, texts: dict[str, str], edits: dict[str, list[Edit]],
+           hashes: dict[str, str]) -> tuple[str, int]:
+    """The proofs into the files, when the whole project builds with them; what happened, and the exit code."""
+    if not edits:
+        return "nothing to write: no lemma was proved", 0
+    patched = {file: patched_text(texts[file], file_edits) for file, file_edits in edits.items()}
+    print(f"--write: building the project with {sum(map(len, edits.values()))} proofs written in", file=sys.stderr)
+    try:
+        build_check(project, patched, jobs=args.jobs)
+    except BuildError as error:
+        return f"nothing written: the project does not build with the proofs written in: {error}", EXIT_WRITE_REFUSED
+    changed = _changed(project, hashes)
+    if changed:
+        raise UsageError(f"{', '.join(changed)} changed during the run: nothing written (run again on the new version)")
+    patch = replace_files(project, texts, patched)
+    count = sum(map(len, edits.values()))
+    return (f"wrote {count} proof{'s' * (count != 1)} into {len(patched)} file{'s' * (len(patched) != 1)}; "
+            f"the project builds with them; the originals are in {patch} (to undo, in the project folder: git apply -R {patch.name})"), 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        return run(parse_args(argv))
+    except (UsageError, ProjectError, BuildError, WriteError, RocqConfigError) as error:
+        print(f"sgs.fill: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

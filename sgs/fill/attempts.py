@@ -1,0 +1,138 @@
+"""Trying to prove each admitted lemma: the cheap provers first, then the search.
+
+Per lemma, within its time (``seconds``), in three rounds over all the lemmas
+still open (each round one verifier pool or one set of search actors, started
+once for all of them, on ``workers`` processes):
+
+1. ``automation`` (:data:`sgs.prover.baselines.BASELINES`): Rocq's own
+   automation, each tactic a whole proof, :data:`SHARES` of the time;
+2. ``sauto``: CoqHammer's ``sauto`` alone;
+3. ``search``: best-first tactic search (:mod:`sgs.search`) with the
+   finishers, the k-NN learner proposing from the project's own proofs
+   when it has some (:mod:`sgs.fill.knowledge`), else the shipped model.
+
+These are :mod:`sgs.prover.proof_rate`'s runners, as ``python -m sgs.prover
+proof-rate`` runs them.  Every proof found is then checked once more, whole,
+by the verifier pool under the usual rules (:func:`recheck_all`): only a
+valid verdict there makes a lemma ``proved``.  Every check allows the project's
+admitted lemmas and own axioms (:func:`sgs.fill.admitted.allowed_names`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from lean_env.verdict import ProofTask, Status
+from sgs.prover.baselines import BASELINES, HAMMER_TACTICS
+from sgs.prover.proof_rate import SearchProver, run_baseline, run_search
+from sgs.search.settings import ROCQ_FINISHERS
+
+__all__ = ["SHARES", "Outcome", "attempt_all", "recheck", "recheck_all"]
+
+#: each round's share of a lemma's time; the search gets what is left
+SHARES = {"automation": 0.3, "sauto": 0.2, "search": 0.5}
+
+
+@dataclass
+class Outcome:
+    """What the rounds did for one lemma."""
+
+    proof: Optional[str] = None
+    #: the round that found it
+    prover: str = ""
+    seconds: float = 0.0
+    #: verdict statuses of every check (``not_found:<stop>`` for a search that found nothing)
+    statuses: dict[str, int] = field(default_factory=dict)
+
+    def count(self, statuses: dict[str, int]) -> None:
+        for status, n in statuses.items():
+            self.statuses[status] = self.statuses.get(status, 0) + n
+
+    @property
+    def error(self) -> Optional[str]:
+        """Why nothing could be tried, when that is so: the statement does not
+        open at the top level, or every check failed for want of a prover."""
+        if self.proof is not None:
+            return None
+        if self.statuses.get("not_found:open_failed"):
+            return "the statement does not elaborate under its header at the top level"
+        if self.statuses and set(self.statuses) <= {Status.SYSTEM_ERROR.value}:
+            return "system_error: every check failed for want of a working prover"
+        return None
+
+
+def attempt_all(tasks: Sequence[ProofTask], *, seconds: float, workers: int, rocq_options: dict,
+                knn_corpus: Optional[Path], checkpoint: str,
+                progress: Callable[[str], None] = lambda line: None) -> dict[str, Outcome]:
+    """Every task's outcome, by id (see the module docstring)."""
+    outcomes = {task.id: Outcome() for task in tasks}
+
+    def open_tasks() -> list[ProofTask]:
+        return [task for task in tasks if outcomes[task.id].proof is None]
+
+    def recorder(prover: str):
+        def record(target: ProofTask, proof: Optional[str], spent: float, statuses: dict) -> None:
+            outcome = outcomes[target.id]
+            outcome.seconds += spent
+            outcome.count(statuses)
+            if proof is not None and outcome.proof is None:
+                outcome.proof, outcome.prover = proof, prover
+        return record
+
+    for name in ("automation", "sauto"):
+        todo = open_tasks()
+        if todo:
+            progress(f"{name}: {len(todo)} lemmas, {SHARES[name] * seconds:.1f} s each")
+            run_baseline(BASELINES[name], todo, seconds=SHARES[name] * seconds, workers=workers,
+                         record=recorder(name), rocq_options=rocq_options)
+    todo = open_tasks()
+    if todo:
+        predictor = "knn" if knn_corpus is not None else "model"
+        progress(f"search ({predictor} proposing): {len(todo)} lemmas, {SHARES['search'] * seconds:.1f} s each")
+        run_search(SearchProver(predictor, ROCQ_FINISHERS), todo, seconds=SHARES["search"] * seconds,
+                   workers=workers, corpus=knn_corpus, checkpoint=checkpoint, record=recorder("search"),
+                   rocq_options=rocq_options)
+    return outcomes
+
+
+def recheck(tasks: Sequence[ProofTask], *, workers: int, timeout: float, rocq_options: dict,
+            tactic_libraries: tuple[str, ...] = ()) -> dict[str, tuple[str, str]]:
+    """Each task (with its proof) checked whole by the verifier pool, under
+    the usual rules, with ``tactic_libraries`` loaded after its header: its
+    verdict's ``(status, reason)``, by id."""
+    from lean_env.backends import BackendSpec
+    from lean_env.cache import VerdictCache
+    from lean_env.pool import VerifierPool, VerifierPoolSettings
+
+    if not tasks:
+        return {}
+    spec = BackendSpec("rocq", {**rocq_options, "tactic_libraries": tactic_libraries})
+    spec.check()
+    pool = VerifierPool(spec, VerifierPoolSettings(num_workers=workers, timeout=timeout), VerdictCache())
+    verdicts: dict[str, tuple[str, str]] = {}
+    try:
+        for task in tasks:
+            pool.submit(task)
+        for task, verdict in pool.results():
+            verdicts[task.id] = (verdict.status.value, verdict.reason or "")
+    finally:
+        pool.shutdown()
+    return verdicts
+
+
+def recheck_all(tasks: Sequence[ProofTask], *, workers: int, timeout: float, rocq_options: dict
+                ) -> dict[str, tuple[str, str, bool]]:
+    """:func:`recheck` first without any library, then, for the proofs that
+    fail so, with CoqHammer's tactics (which ``sauto`` and the search's
+    finishers may have used): ``(status, reason, needs_hammer)`` by id.  A
+    proof that needs them needs the file to load them too (docs/fill.md)."""
+    plain = recheck(tasks, workers=workers, timeout=timeout, rocq_options=rocq_options)
+    again = [task for task in tasks if plain[task.id][0] != Status.VALID.value]
+    hammer = recheck(again, workers=workers, timeout=timeout, rocq_options=rocq_options,
+                     tactic_libraries=(HAMMER_TACTICS,))
+    verdicts = {task_id: (*verdict, False) for task_id, verdict in plain.items()}
+    verdicts.update({task_id: (*verdict, verdict[0] == Status.VALID.value) for task_id, verdict in hammer.items()
+                     if verdict[0] == Status.VALID.value or plain[task_id][0] == Status.SYSTEM_ERROR.value})
+    return verdicts

@@ -1,0 +1,89 @@
+"""What ``python -m sgs.fill`` reports: one JSON line per admitted lemma, a
+summary line, and a page a person reads (``report.md`` beside the lines).
+
+A line: ``file``, ``line``, ``name``, ``id``, ``form`` (how it was admitted),
+``status`` (``proved``, ``not_proved``, ``error``), ``reason`` (for
+``error``: why nothing could be tried), ``proof`` (the script as written into
+the file, when proved), ``prover`` (the round that found it: ``automation``,
+``sauto``, ``search``), ``needs_hammer`` (the proof uses CoqHammer's tactics,
+so the file must load them), ``seconds`` (spent on it, every round together).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Iterable, Optional
+
+__all__ = ["Row", "summary_line", "jsonl", "markdown"]
+
+STATUSES = ("proved", "not_proved", "error")
+
+
+@dataclass(frozen=True)
+class Row:
+    file: str
+    line: int
+    name: str
+    id: str
+    form: str
+    status: str
+    seconds: float = 0.0
+    reason: Optional[str] = None
+    proof: Optional[str] = None
+    prover: Optional[str] = None
+    needs_hammer: bool = False
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if (self.status == "proved") != (self.proof is not None):
+            raise ValueError(f"{self.id}: a proof goes with status proved and only with it")
+        if (self.status == "error") != bool(self.reason):
+            raise ValueError(f"{self.id}: a reason goes with status error and only with it")
+
+    def to_json(self) -> dict:
+        return {key: value for key, value in asdict(self).items()
+                if value is not None and not (key == "needs_hammer" and not value)}
+
+
+def summary_line(rows: Iterable[Row], seconds: float) -> str:
+    """``proved N of M`` and the rest of the count, for stdout."""
+    rows = list(rows)
+    count = {status: sum(row.status == status for row in rows) for status in STATUSES}
+    return (f"proved {count['proved']} of {len(rows)} admitted lemmas "
+            f"({count['not_proved']} not proved, {count['error']} errors) in {seconds:.0f} s")
+
+
+def jsonl(rows: Iterable[Row]) -> bytes:
+    return b"".join((json.dumps(row.to_json(), ensure_ascii=False) + "\n").encode("utf-8") for row in rows)
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def markdown(rows: Iterable[Row], *, project: str, command: str, when: str, seconds: float,
+             settings: dict, write: Optional[str] = None) -> str:
+    """The readable report: the summary, a table of every lemma, the proofs found, and
+    what ``--write`` did (``write``: one sentence, or None without ``--write``)."""
+    rows = list(rows)
+    lines = [f"# sgs.fill: {project}", "",
+             f"`{command}`, {when}.", "",
+             f"**{summary_line(rows, seconds)}.**", "",
+             ", ".join(f"{key}: {value}" for key, value in settings.items()) + ".", ""]
+    if write is not None:
+        lines += [f"--write: {write}", ""]
+    lines += ["| file | line | lemma | status | by | seconds |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        status = row.status if row.status != "error" else f"error: {_cell(row.reason or '')}"
+        lines.append(f"| {_cell(row.file)} | {row.line} | `{_cell(row.name)}` | {status} | "
+                     f"{row.prover or ''} | {row.seconds:.1f} |")
+    proved = [row for row in rows if row.proof is not None]
+    if proved:
+        lines += ["", "## Proofs found", ""]
+        for row in proved:
+            note = " (uses CoqHammer's tactics: the file must load `From Hammer Require Import Tactics.`)" \
+                if row.needs_hammer else ""
+            lines += [f"`{row.id}` ({row.file}, line {row.line}){note}:", "", "```coq", row.proof or "", "```", ""]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,134 @@
+"""``--write``: proofs into the project's files, only when the project still builds.
+
+The rule: nothing in the project folder changes unless the *whole* project,
+with every proof written in, builds with ``coqc``.  So the patched files are
+first written into a copy of the project (outside it), built from scratch
+there (:func:`sgs.state.rocq_project.build`, ``coq_makefile`` and ``make``
+in dependency order); only then, and only if no source changed since the run
+began, the originals are saved as one patch file in the project folder
+(``sgs-fill.patch``, or ``sgs-fill-2.patch`` ... when one is there already:
+``git apply -R sgs-fill.patch`` or ``patch -p1 -R < sgs-fill.patch`` undoes
+it), and each changed file is replaced atomically (written beside, then
+renamed).  A replacement that fails puts back the files already replaced.
+
+A proof that uses CoqHammer's tactics (:func:`sgs.fill.attempts.recheck_all`
+says which) needs ``From Hammer Require Import Tactics.`` in its file: the
+line is added at the file's top, and the build decides whether that is fine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from sgs.prover.baselines import HAMMER_TACTICS
+from sgs.state.files import atomic_write
+from sgs.state.rocq_project import BuildError, Project, build
+
+__all__ = ["Edit", "WriteError", "patched_text", "unified_patch", "check_writable", "build_check",
+           "replace_files", "PATCH_NAME"]
+
+PATCH_NAME = "sgs-fill"
+
+
+class WriteError(RuntimeError):
+    """The files cannot be written (a read-only folder, a file that changed)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Edit:
+    """One proof into one file: the text at ``span`` (offsets) becomes ``text``."""
+
+    span: tuple[int, int]
+    text: str
+    needs_hammer: bool = False
+
+
+def patched_text(original: str, edits: Sequence[Edit]) -> str:
+    """``original`` with every edit made (spans of the original, never overlapping),
+    and CoqHammer's tactics loaded at its top when an edit needs them."""
+    ordered = sorted(edits, key=lambda edit: edit.span)
+    for before, after in zip(ordered, ordered[1:]):
+        if after.span[0] < before.span[1]:
+            raise ValueError(f"overlapping edits at offsets {before.span} and {after.span}")
+    pieces, position = [], 0
+    for edit in ordered:
+        start, end = edit.span
+        if not 0 <= start <= end <= len(original):
+            raise ValueError(f"edit span {edit.span} outside a text of {len(original)} characters")
+        pieces += [original[position:start], edit.text]
+        position = end
+    pieces.append(original[position:])
+    text = "".join(pieces)
+    if any(edit.needs_hammer for edit in edits):
+        text = HAMMER_TACTICS + "  (* added by sgs.fill: a proof below uses sauto *)\n" + text
+    return text
+
+
+def unified_patch(originals: dict[str, str], patched: dict[str, str]) -> str:
+    """A ``git apply``-able patch from the originals to the patched texts (paths ``a/FILE``, ``b/FILE``)."""
+    parts = []
+    for file in sorted(patched):
+        if patched[file] == originals[file]:
+            continue
+        parts.append(f"diff --git a/{file} b/{file}\n")
+        for line in difflib.unified_diff(originals[file].splitlines(keepends=True),
+                                         patched[file].splitlines(keepends=True), f"a/{file}", f"b/{file}"):
+            # a last line without its newline gets the marker patch tools expect
+            parts.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(parts)
+
+
+def check_writable(project: Project) -> None:
+    """WriteError unless the folder and every source in it can be written."""
+    if not os.access(project.root, os.W_OK):
+        raise WriteError(f"--write: the project folder {project.root} is not writable")
+    for source in project.sources:
+        if not os.access(project.root / source, os.W_OK) or not os.access((project.root / source).parent, os.W_OK):
+            raise WriteError(f"--write: {project.root / source} is not writable")
+
+
+def build_check(project: Project, patched: dict[str, str], *, jobs: int) -> None:
+    """Build the whole project with ``patched`` (file -> text) in a scratch
+    copy outside it; :class:`BuildError` naming the files that fail."""
+    with tempfile.TemporaryDirectory(prefix="sgs-fill-") as scratch:
+        copy = Path(scratch) / "src"
+        shutil.copytree(project.root, copy, symlinks=True,
+                        ignore=shutil.ignore_patterns(".*", "*.vo", "*.vos", "*.vok", "*.glob", "*.aux"))
+        for file, text in patched.items():
+            (copy / file).write_text(text, encoding="utf-8")
+        try:
+            build(dataclasses.replace(project, root=copy.resolve()), Path(scratch) / "build", jobs=jobs)
+        except BuildError as error:
+            # name the user's folder, not the scratch copy
+            raise BuildError(str(error).replace(str(copy.resolve()), str(project.root))) from None
+
+
+def replace_files(project: Project, originals: dict[str, str], patched: dict[str, str]) -> Path:
+    """Save the patch in the project folder, then replace each changed file
+    atomically; the patch file's path.  On a failure the files already
+    replaced get their originals back and the patch file goes."""
+    number = 1
+    while (path := project.root / (f"{PATCH_NAME}.patch" if number == 1 else f"{PATCH_NAME}-{number}.patch")).exists():
+        number += 1
+    atomic_write(path, unified_patch(originals, patched).encode("utf-8"))
+    done: list[str] = []
+    try:
+        for file, text in sorted(patched.items()):
+            if text != originals[file]:
+                target = project.root / file
+                mode = target.stat().st_mode
+                atomic_write(target, text.encode("utf-8"))
+                os.chmod(target, mode & 0o7777)
+                done.append(file)
+    except OSError as error:
+        for file in done:
+            atomic_write(project.root / file, originals[file].encode("utf-8"))
+        path.unlink(missing_ok=True)
+        raise WriteError(f"--write: could not replace {project.root / file}: {error}; nothing was changed") from None
+    return path
