@@ -253,6 +253,13 @@ def problems_of(*overrides: str) -> list[str]:
     (["evaluation.confidence=1.0"], "evaluation.confidence=1.0 must lie strictly between 0 and 1"),
     (["evaluation.every=-1"], "evaluation.every=-1 must be at least 0"),
     (["evaluation.limit=0"], "evaluation.limit=0 must be at least 1"),
+    (["evaluation.seconds_per_target=0"], "evaluation.seconds_per_target=0.0 must be positive"),
+    (["evaluation.search.width=-1"], "evaluation.search.width=-1 must be at least 0"),
+    (["evaluation.search.workers=0"], "evaluation.search.workers=0 must be at least 1"),
+    (["evaluation.search.width=0", "evaluation.search.finishers=[]"], "would try no tactic at all"),
+    (["evaluation.search.finishers=[lia,' ']"], "must not hold an empty tactic"),
+    (["evaluation.solver_mode=search", "prover=lean"], "evaluation.solver_mode='search' searches over Rocq proof "
+                                                       "states; with prover.language='lean' use"),
     (["evaluation.checkpoint=' '"], "evaluation.checkpoint must not be empty"),
     (["evaluation.benchmark=proofnet-test"], "evaluation.benchmark='proofnet-test' holds lean statements but "
                                              "prover.language='rocq'"),
@@ -277,6 +284,8 @@ def test_the_command_refuses_bad_settings_and_benchmarks_before_starting_anythin
     assert main(["evaluation.contamination=ignore", "model.dtype=int8"]) == 2  # every bad choice, named at once
     err = capsys.readouterr().err
     assert "evaluation.contamination='ignore' is not one of exclude, flag" in err
+    assert main(["evaluation.solver_mode=beam"]) == 2
+    assert "evaluation.solver_mode='beam' is not one of sample, search, both" in capsys.readouterr().err
     assert "model.dtype='int8' is not one of float32, bfloat16, float16" in err
     bad = write_jsonl(tmp_path / "bad.jsonl", [GOOD_ROCQ, '{"id": "x", "statement": 5}'])
     assert main([f"evaluation.benchmark=jsonl:{bad}"]) == 2
@@ -451,3 +460,43 @@ def test_the_command_end_to_end(tmp_path, tiny_dir, require_rocq):
     # Weights from outside a run: their policy version is not known, and is not claimed to be 0.
     assert summary["policy_version"] is None and "(policy version unknown)" in proc.stdout
     assert summary["wall_seconds"] >= summary["seconds"] > 0
+
+
+#: Small lemmas the search's finishers prove (``auto``, ``tauto``), and a false one it cannot.
+SEARCHED = [{"id": "four", "statement": "Theorem four : 2 + 2 = 4."},
+            {"id": "imp_refl", "statement": "Theorem imp_refl : forall P : Prop, P -> P."},
+            {"id": "and_swap", "statement": "Theorem and_swap : forall P Q : Prop, P /\\ Q -> Q /\\ P."},
+            {"id": "zero_plus", "statement": "Theorem zero_plus : forall n : nat, 0 + n = n."},
+            {"id": "square", "statement": "Theorem square : forall n : nat, n * n = n."}]
+
+
+@pytest.mark.slow
+def test_the_search_mode_end_to_end(tmp_path, tiny_dir, require_rocq):
+    """``evaluation.solver_mode=search``: one search per problem on Ray actors, the model's
+    calls through the engine group (the untrained model's tactics all fail, so what is proved
+    is the finishers'), every proof re-checked by the verifier pool, the counts reported."""
+    out, bench = tmp_path / "eval", write_jsonl(tmp_path / "bench.jsonl", SEARCHED)
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "SGS_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sgs.evaluate", f"evaluation.benchmark=jsonl:{bench}", "evaluation.solver_mode=search",
+         "evaluation.seconds_per_target=10", "evaluation.search.finishers=[auto,tauto]", "evaluation.search.width=2",
+         "evaluation.search.workers=2", f"evaluation.checkpoint={tiny_dir}", f"evaluation.output_dir={out}",
+         "resources.verifier_workers=1"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "search (best_first, 10 s per target) on 5 problems: proved 4" in proc.stdout
+    lines = {line["id"]: line for line in map(json.loads, (out / PROBLEMS_FILE).read_text().splitlines())}
+    assert {i: line["proved_by"] for i, line in lines.items()} == {
+        "four": "search", "imp_refl": "search", "and_swap": "search", "zero_plus": "search", "square": None}
+    assert lines["and_swap"]["search"]["proof"] == "Proof.\n  tauto.\nQed."
+    assert lines["and_swap"]["search"]["status"] == "valid" and "pass_at_k" not in lines["four"]
+    # The finishers fail on the false lemma, so the model was asked: width samples per call.
+    square = lines["square"]["search"]
+    assert square["status"] == "not_found" and square["proof"] is None and square["model_calls"] >= 1
+    assert square["samples"] == 2 * square["model_calls"] and square["tokens"] >= square["samples"]
+    summary = json.loads((out / SUMMARY_FILE).read_text())
+    assert summary["solver_mode"] == "search" and "pass_at_k" not in summary
+    assert summary["solve_rate"] == {"sample": 0.0, "search": 0.8, "total": 0.8}
+    assert summary["search"]["proved_within_time"] == 0.8 and summary["search"]["seconds_per_target"] == 10
+    assert summary["generations"] == {"search": {key: sum(line["search"][key] for line in lines.values())
+                                                 for key in ("model_calls", "samples", "tokens")}}

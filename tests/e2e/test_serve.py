@@ -94,7 +94,8 @@ def server(tmp_path_factory, require_rocq):
     port, log_path = free_port(), root / "serve.log"
     command = [sys.executable, "-m", "sgs.serve", f"checkpoint={run_dir}", f"serve.port={port}",
                "resources.verifier_workers=1", "sampling.solver.max_tokens=32", "serve.max_attempts=32",
-               "serve.max_ongoing_requests=4", "serve.max_queued_requests=8", "serve.default_timeout_s=60"]
+               "serve.max_ongoing_requests=4", "serve.max_queued_requests=8", "serve.default_timeout_s=60",
+               "evaluation.search.workers=1", "evaluation.search.width=2", "evaluation.search.finishers=[auto]"]
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "SGS_CACHE_DIR": str(root / "cache")}
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -142,6 +143,26 @@ def test_a_false_statement_gets_no_proof_within_its_budget(server):
     assert answer["verifier_seconds"] > 0
     status, verdict = call(f"{server.url}/verify", {"statement": FALSE, "proof": "Proof.\n  reflexivity.\nQed."})
     assert (status, verdict["valid"], verdict["reason"]) == (200, False, "prover_error")
+
+
+@pytest.mark.slow
+def test_the_search_mode_proves_with_its_finishers_and_counts_its_model_calls(server):
+    """``mode=search``: a search on the front's actor, its model calls to the service's engine, its
+    proof checked by the verifier; ``both`` samples first (the taught model proves ``t``)."""
+    imp = "Theorem imp : forall P : Prop, P -> P."
+    status, answer = call(f"{server.url}/prove", {"statement": imp, "mode": "search", "timeout": 60})
+    assert status == 200 and answer["found"] and answer["proved_by"] == "search", answer
+    assert answer["proof"] == "Proof.\n  auto.\nQed." and answer["attempts"] == [] and answer["attempt"] is None
+    assert answer["search"]["status"] == "valid" and answer["search"]["stop"] == "completed"
+    assert answer["search"]["model_calls"] == 0 and answer["verifier_seconds"] > 0  # auto at the root
+    # auto fails on a false statement, so the model is asked; its tactics get it nowhere.
+    status, answer = call(f"{server.url}/prove", {"statement": FALSE, "mode": "search", "timeout": 20})
+    assert status == 200 and not answer["found"] and answer["proved_by"] is None, answer
+    search = answer["search"]
+    assert search["model_calls"] >= 1 and search["samples"] == 2 * search["model_calls"]
+    assert search["tokens"] >= search["samples"] and search["status"] is None
+    status, answer = call(f"{server.url}/prove", {"statement": TRUE, "mode": "both", "attempts": 8, "timeout": 60})
+    assert status == 200 and answer["proved_by"] == "sample" and answer["search"] is None, answer
 
 
 @pytest.mark.slow

@@ -60,6 +60,8 @@ def prove(body: bytes, limits: ServeConfig = LIMITS, prover: str = "rocq"):
     (b'{"statement": "Theorem t : True. Proof. exact I. Qed."}', 422, "not a rocq problem: statement_shape"),
     (b'{"statement": "Theorem t : True.", "header": "Axiom a : False."}', 422, "header_rejected"),
     (b'{"statement": "Theorem t : True.", "pad": "' + b"x" * 5000 + b'"}', 413, "takes at most 4096"),
+    (b'{"statement": "Theorem t : True.", "mode": "beam"}', 400, "unknown mode 'beam'; modes are sample, search, both"),
+    (b'{"statement": "Theorem t : True.", "mode": 1}', 400, "'mode' must be a string, got a number (1)"),
 ])
 def test_bad_prove_requests_are_named(body, status, problem):
     with pytest.raises(BadRequest) as refused:
@@ -73,6 +75,10 @@ def test_good_requests_get_the_servers_defaults():
                                                        "Require Import Arith.")
     lean = prove(b'{"statement": "theorem t : 1 = 1 := by sorry", "prover": "lean", "attempts": 2}', prover="lean")
     assert (lean.statement, lean.attempts) == ("theorem t : 1 = 1 := by", 2)
+    assert (req.mode, lean.mode) == ("sample", "sample")
+    assert prove(b'{"statement": "Theorem t : True.", "mode": "both", "timeout": 5}').mode == "both"
+    with pytest.raises(BadRequest, match="mode='search' searches over Rocq proof states; this server checks lean"):
+        prove(b'{"statement": "theorem t : 1 = 1 := by", "mode": "search"}', prover="lean")
     check = verify_request({"statement": TRUE, "proof": "Proof. exact I. Qed.", "timeout": 5}, LIMITS, "rocq")
     assert (check.proof, check.timeout) == ("Proof. exact I. Qed.", 5.0)
     with pytest.raises(BadRequest, match="missing field 'proof'"):
