@@ -84,13 +84,20 @@ def unified_patch(originals: dict[str, str], patched: dict[str, str]) -> str:
     return "".join(parts)
 
 
+def _writable(path: Path) -> bool:
+    # a folder or file its owner marked read-only (no write bit for anyone) is read-only for
+    # this command even where the user could write it anyway (root)
+    return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
+
+
 def check_writable(project: Project) -> None:
     """WriteError unless the folder and every source in it can be written."""
-    if not os.access(project.root, os.W_OK):
-        raise WriteError(f"--write: the project folder {project.root} is not writable")
+    if not _writable(project.root):
+        raise WriteError(f"--write: the project folder {project.root} is read-only")
     for source in project.sources:
-        if not os.access(project.root / source, os.W_OK) or not os.access((project.root / source).parent, os.W_OK):
-            raise WriteError(f"--write: {project.root / source} is not writable")
+        path = project.root / source
+        if not _writable(path) or not _writable(path.parent):
+            raise WriteError(f"--write: {path} is read-only")
 
 
 def build_check(project: Project, patched: dict[str, str], *, jobs: int) -> None:

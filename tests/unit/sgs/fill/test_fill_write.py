@@ -73,9 +73,13 @@ def test_replacing_keeps_the_originals_in_a_patch_and_never_overwrites_one(tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["A.v", "B.v", "sgs-fill-2.patch", "sgs-fill.patch"]
 
 
-def test_a_read_only_folder_is_refused_before_anything_runs(tmp_path, monkeypatch):
+def test_a_read_only_folder_or_file_is_refused(tmp_path, monkeypatch):
     project = project_in(tmp_path)
     check_writable(project)
+    os.chmod(tmp_path / "B.v", 0o444)
+    with pytest.raises(WriteError, match="B.v is read-only"):
+        check_writable(project)
+    os.chmod(tmp_path / "B.v", 0o644)
     monkeypatch.setattr(os, "access", lambda path, mode: str(path) != str(project.root))
-    with pytest.raises(WriteError, match="not writable"):
+    with pytest.raises(WriteError, match="folder .* is read-only"):
         check_writable(project)
