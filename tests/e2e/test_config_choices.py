@@ -35,6 +35,8 @@ CHOICES = {
     "training.strategy": ("auto", "ddp", "deepspeed"),
     "warmstart.mode": ("auto", "always", "never"),
     "evaluation.contamination": ("exclude", "flag"),
+    "evaluation.solver_mode": ("sample", "search", "both"),
+    "evaluation.search.strategy": ("best_first", "breadth_first", "depth_first"),
     "model.dtype": ("float32", "bfloat16", "float16"),
     "prover.backend": ("lean", "rocq"),
     "prover.language": ("lean", "rocq"),
