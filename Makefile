@@ -8,7 +8,7 @@ PY := .venv/bin/python
 setup:
 	bash tools/setup.sh
 
-# the default run (python -m sgs): warm start of the tiny model (cached after
+# the default run (python -m sgs): warm start of the shipped Rocq prover (cached after
 # the first run), then self-play on the Rocq targets, then a summary
 demo: setup
 	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs

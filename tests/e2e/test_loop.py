@@ -480,7 +480,7 @@ def test_the_default_run_warm_starts_and_prints_its_summary(tmp_path, require_ro
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert ("warm start: fine-tuning the base model on pkg://sgs/data/warmstart_rocq.jsonl "
-            "(1 epoch(s), lr 0.003, at most 500 lines)") in out
+            "(1 epoch(s), lr 0.001, at most 500 lines)") in out
     [info] = (tmp_path / "cache" / CACHE_SUBDIR).glob(f"*/{INFO_FILE}")
     assert json.loads(info.read_text())["examples"] == 500
     assert "warm-up: Solver pass@8" in out and "Conjecturer parses" in out and "Guide parses" in out
@@ -493,7 +493,7 @@ def test_the_default_run_warm_starts_and_prints_its_summary(tmp_path, require_ro
     check_report(run_dir / "report" / "report.md")  # every figure of the report, from a real run
     store = check_run(run_dir, iterations=1, conjectures_per_target=1, k=8)
     try:
-        assert store.config["experiment"] == "standard" and store.config["model"]["name"] == "tiny"
+        assert store.config["experiment"] == "standard" and store.config["model"]["name"] == "rocq_prover"
         # The Conjecturer sampled under the statement grammar: whatever it stated
         # in full is well formed and closed, so nothing failed to elaborate.
         assert store.config["sampling"]["conjecturer_grammar"] == "statement"

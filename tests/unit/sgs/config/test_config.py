@@ -75,18 +75,19 @@ def lean_project(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------
 
 
-def test_default_is_standard_method_on_tiny_rocq_cpu():
+def test_default_is_standard_method_on_the_shipped_rocq_prover_on_cpu():
     cfg = compose_cfg()
     assert method_tuple(cfg) == PAPER_EXPERIMENTS["standard"]
     assert cfg.experiment == "standard"
-    assert cfg.model.name == "tiny" and cfg.model.path is None and not cfg.model.needs_gpu
+    assert cfg.model.name == "rocq_prover" and cfg.model.path == "pkg://sgs/data/rocq_prover"
+    assert not cfg.model.needs_gpu and cfg.warmstart.mode == "always"
     assert cfg.prover.backend == "rocq" and cfg.prover.language == "rocq"
     assert cfg.targets.source == C.ROCQ_TARGETS
     assert cfg.resources.ray_address is None and cfg.resources.gpus_per_engine == 0
     assert cfg.sampling.solver.max_tokens < 8192  # laptop scale
     typed = C.validate(cfg)
     assert isinstance(typed, C.SGSConfig)
-    assert isinstance(typed.model.tiny, C.TinyModelSettings)
+    assert typed.model.tiny is None   # a shipped checkpoint, nothing to build
     assert typed.run_dir.startswith("runs/") and "$" not in typed.run_dir
 
 
@@ -238,15 +239,15 @@ def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
         (["training.adam_beta2=1.0"], "training.adam_beta2=1.0 must lie in [0, 1)"),
         (["training.optimizer_state=keep"], "training.optimizer_state='keep' is not one of reset, persist"),
         (["training.micro_batch_size=3"], "must be a multiple of training.micro_batch_size * resources.learner_workers = 3"),
-        (["training.max_seq_len=32768"], "model.tiny.max_position_embeddings=16384 is shorter than training.max_seq_len=32768"),
-        (["model.tiny.max_position_embeddings=1024", "sampling.guide.max_tokens=1024"],
+        (["model=tiny", "training.max_seq_len=32768"], "model.tiny.max_position_embeddings=16384 is shorter than training.max_seq_len=32768"),
+        (["model=tiny", "model.tiny.max_position_embeddings=1024", "sampling.guide.max_tokens=1024"],
          "model.tiny.max_position_embeddings=1024 leaves no room for a prompt before sampling.guide.max_tokens=1024"),
         (["model.dtype=int8"], "model.dtype='int8' is not one of float32, bfloat16, float16"),
-        (["model.tiny.num_attention_heads=8", "model.tiny.num_key_value_heads=8"],
+        (["model=tiny", "model.tiny.num_attention_heads=8", "model.tiny.num_key_value_heads=8"],
          "head_dim = hidden_size / num_attention_heads = 16 must be at least 32"),
-        (["model.tiny.num_key_value_heads=3"], "model.tiny.num_key_value_heads=3 must divide"),
-        (["model.tiny.vocab_size=200"], "model.tiny.vocab_size=200 must be at least 262"),
-        (["model.tiny=null"], "model.path is null and model.tiny is not set"),
+        (["model=tiny", "model.tiny.num_key_value_heads=3"], "model.tiny.num_key_value_heads=3 must divide"),
+        (["model=tiny", "model.tiny.vocab_size=200"], "model.tiny.vocab_size=200 must be at least 262"),
+        (["model=tiny", "model.tiny=null"], "model.path is null and model.tiny is not set"),
         (["prover.language=lean"], "prover.language='lean' cannot be checked by prover.backend='rocq'"),
         (["prover.backend=isabelle"], "prover.backend='isabelle' is not one of lean, rocq"),
         (["prover.timeout=0"], "prover.timeout=0.0 must be positive"),
@@ -322,15 +323,16 @@ def test_validate_names_the_bad_key(overrides, message):
 
 
 @pytest.mark.parametrize(("overrides", "enabled"), [
-    ([], True),                                           # the tiny model knows no format until warm-started
-    (["warmstart.mode=never"], False),
-    (["model.path=/some/checkpoint"], False),             # auto leaves a given checkpoint alone
-    (["model.path=/some/checkpoint", "warmstart.mode=always"], True),
-    (["warmstart.corpus=null"], False),                   # auto with no corpus has nothing to train on
+    ([], True),                                           # the shipped prover: always refreshed
+    (["model=tiny"], True),                               # the tiny model knows no format until warm-started
+    (["model=tiny", "warmstart.mode=never"], False),
+    (["model=tiny", "model.path=/some/checkpoint"], False),   # auto leaves a given checkpoint alone
+    (["model=tiny", "model.path=/some/checkpoint", "warmstart.mode=always"], True),
+    (["model=tiny", "warmstart.corpus=null"], False),     # auto with no corpus has nothing to train on
     (["prover=lean"], True),                              # the Lean corpus
     (["+experiment=standard"], False),                    # DeepSeek-Prover-V2, a given checkpoint
 ])
-def test_the_warm_start_runs_for_the_tiny_model_unless_told_otherwise(overrides, enabled):
+def test_the_warm_start_runs_for_the_default_models_unless_told_otherwise(overrides, enabled):
     assert C.warmstart_enabled(C.validate(compose_cfg(*overrides))) is enabled
 
 
