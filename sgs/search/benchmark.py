@@ -48,8 +48,9 @@ class SearchedProblem:
     """What the search did on one problem."""
 
     id: str
-    #: the verifier pool's verdict on the proof found, :data:`NOT_FOUND`, or ``system_error``
-    #: (the machinery ended the search: never counted as a failed proof of the model's)
+    #: the verifier pool's verdict on the proof found (the search's own re-check's, when that
+    #: refused it), :data:`NOT_FOUND`, or ``system_error`` (the machinery ended the search:
+    #: never counted as a failed proof of the model's)
     status: str
     #: why the search stopped (``completed``, ``time``, ``exhausted``, ...; see ``SearchResult.stop``)
     stop: str
@@ -110,9 +111,11 @@ def _searched(problem_id: str, result: dict, verdict: Any) -> SearchedProblem:
         status, reason = verdict.status.value, verdict.reason
     elif result["stop"] == "system_error" or (result["verdict"] or {}).get("status") == "system_error":
         status, reason = "system_error", (result["verdict"] or {}).get("reason", "")
+    elif result["found"] and result["verdict"] is not None:
+        # Found, but refused by the search's own re-check: the pool never saw it.
+        status, reason = result["verdict"]["status"], result["verdict"]["reason"]
     else:
-        # Found but refused by the search's own re-check, or not found: no proof for the pool.
-        status, reason = NOT_FOUND, (result["verdict"] or {}).get("reason", "")
+        status, reason = NOT_FOUND, ""
     return SearchedProblem(problem_id, status, result["stop"], stats.get("seconds", 0.0),
                            generation.get("model_calls", 0), generation.get("samples", 0),
                            generation.get("tokens", 0), stats.get("expanded", 0),
