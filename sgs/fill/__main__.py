@@ -23,6 +23,7 @@ folder ``--write`` cannot write, a bad command line.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import logging
 import os
@@ -39,7 +40,7 @@ from lean_env.verdict import ProofTask, Status
 from sgs.fill.admitted import FillTarget, NotFillable, allowed_names, find_admitted, written_proof
 from sgs.fill.project import find_project, source_hashes
 from sgs.fill.report import Row, jsonl, markdown, summary_line
-from sgs.fill.write import Edit, WriteError, build_check, check_writable, patched_text, replace_files
+from sgs.fill.write import Edit, WriteError, build_written, check_writable, replace_files
 from sgs.state.files import atomic_write
 from sgs.state.rocq_project import BuildError, Project, ProjectError, build, default_build_dir
 from sgs.state.rocq_trace import build_load_path
@@ -192,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         if status == Status.VALID.value:
             proof = written_proof(target, outcome.proof or "")
             rows.append(Row(**common, status="proved", proof=proof, prover=outcome.prover, needs_hammer=needs_hammer))
-            edits.setdefault(target.file, []).append(Edit(target.span, proof, needs_hammer))
+            edits.setdefault(target.file, []).append(Edit(target.span, proof, needs_hammer, target.id))
         elif outcome.error:
             rows.append(Row(**common, status="error", reason=outcome.error))
         else:
@@ -209,7 +210,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{', '.join(changed)} changed during the run: nothing written (run again on the new version)")
     write_outcome, code = None, 0
     if args.write:
-        write_outcome, code = _write(args, project, texts, edits, hashes)
+        write_outcome, code, left_out = _write(args, project, texts, edits, hashes)
+        rows = [dataclasses.replace(row, not_written=left_out[row.id]) if row.id in left_out else row for row in rows]
     seconds = time.monotonic() - started
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = "python -m sgs.fill " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -227,23 +229,29 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(args, project: Project, texts: dict[str, str], edits: dict[str, list[Edit]],
-           hashes: dict[str, str]) -> tuple[str, int]:
-    """The proofs into the files, when the whole project builds with them; what happened, and the exit code."""
+           hashes: dict[str, str]) -> tuple[str, int, dict[str, str]]:
+    """The proofs into the files, when the whole project builds with them: what happened,
+    the exit code, and the proofs left out (lemma id -> the build's error in its file)."""
     if not edits:
-        return "nothing to write: no lemma was proved", 0
-    patched = {file: patched_text(texts[file], file_edits) for file, file_edits in edits.items()}
+        return "nothing to write: no lemma was proved", 0, {}
     print(f"--write: building the project with {sum(map(len, edits.values()))} proofs written in", file=sys.stderr)
     try:
-        build_check(project, patched, jobs=args.jobs)
+        patched, dropped = build_written(project, texts, edits, jobs=args.jobs)
     except BuildError as error:
-        return f"nothing written: the project does not build with the proofs written in: {error}", EXIT_WRITE_REFUSED
+        return (f"nothing written: the project does not build with the proofs written in: {error}",
+                EXIT_WRITE_REFUSED, {})
     changed = _changed(project, hashes)
     if changed:
         raise UsageError(f"{', '.join(changed)} changed during the run: nothing written (run again on the new version)")
     patch = replace_files(project, texts, patched)
-    count = sum(map(len, edits.values()))
-    return (f"wrote {count} proof{'s' * (count != 1)} into {len(patched)} file{'s' * (len(patched) != 1)}; "
-            f"the project builds with them; the originals are in {patch} (to undo, in the project folder: git apply -R {patch.name})"), 0
+    count = sum(map(len, edits.values())) - len(dropped)
+    outcome = (f"wrote {count} proof{'s' * (count != 1)} into {len(patched)} file{'s' * (len(patched) != 1)}; "
+               f"the project builds with them; the originals are in {patch} "
+               f"(to undo, in the project folder: git apply -R {patch.name})")
+    if dropped:
+        outcome += (f"; left out {len(dropped)}, whose proof does not build in its file: "
+                    + "; ".join(f"{edit.lemma} ({reason})" for edit, reason in dropped))
+    return outcome, 0, {edit.lemma: reason for edit, reason in dropped}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

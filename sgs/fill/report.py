@@ -6,7 +6,9 @@ A line: ``file``, ``line``, ``name``, ``id``, ``form`` (how it was admitted),
 ``error``: why nothing could be tried), ``proof`` (the script as written into
 the file, when proved), ``prover`` (the round that found it: ``automation``,
 ``sauto``, ``search``), ``needs_hammer`` (the proof uses CoqHammer's tactics,
-so the file must load them), ``seconds`` (spent on it, every round together).
+so the file must load them), ``not_written`` (with ``--write``: why a proof the
+checker accepted was left out of the files: the build's error in its file),
+``seconds`` (spent on it, every round together).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Row:
     proof: Optional[str] = None
     prover: Optional[str] = None
     needs_hammer: bool = False
+    not_written: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -41,6 +44,8 @@ class Row:
             raise ValueError(f"{self.id}: a proof goes with status proved and only with it")
         if (self.status == "error") != bool(self.reason):
             raise ValueError(f"{self.id}: a reason goes with status error and only with it")
+        if self.not_written and self.status != "proved":
+            raise ValueError(f"{self.id}: only a proof can be left unwritten")
 
     def to_json(self) -> dict:
         return {key: value for key, value in asdict(self).items()
@@ -85,5 +90,7 @@ def markdown(rows: Iterable[Row], *, project: str, command: str, when: str, seco
         for row in proved:
             note = " (uses CoqHammer's tactics: the file must load `From Hammer Require Import Tactics.`)" \
                 if row.needs_hammer else ""
+            if row.not_written:
+                note += f"; not written: it does not build in its file ({_cell(row.not_written)})"
             lines += [f"`{row.id}` ({row.file}, line {row.line}){note}:", "", "```coq", row.proof or "", "```", ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -4,7 +4,12 @@ The rule: nothing in the project folder changes unless the *whole* project,
 with every proof written in, builds with ``coqc``.  So the patched files are
 first written into a copy of the project (outside it), built from scratch
 there (:func:`sgs.state.rocq_project.build`, ``coq_makefile`` and ``make``
-in dependency order); only then, and only if no source changed since the run
+in dependency order).  A proof the checker accepted at the top level may still
+fail in its file (inside a section it sees the earlier section lemmas
+without the generalisation the top level gives them): when the build's error
+lies inside a written proof, that proof is left out, reported, and the rest
+built again (:func:`build_written`); an error anywhere else writes nothing.
+Only when the build passes, and only if no source changed since the run
 began, the originals are saved as one patch file in the project folder
 (``sgs-fill.patch``, or ``sgs-fill-2.patch`` ... when one is there already:
 ``git apply -R sgs-fill.patch`` or ``patch -p1 -R < sgs-fill.patch`` undoes
@@ -21,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -30,8 +36,8 @@ from sgs.prover.baselines import HAMMER_TACTICS
 from sgs.state.files import atomic_write
 from sgs.state.rocq_project import BuildError, Project, build
 
-__all__ = ["Edit", "WriteError", "patched_text", "unified_patch", "check_writable", "build_check",
-           "replace_files", "PATCH_NAME"]
+__all__ = ["Edit", "WriteError", "patched_text", "edit_at_line", "unified_patch", "check_writable", "build_check",
+           "build_written", "replace_files", "PATCH_NAME"]
 
 PATCH_NAME = "sgs-fill"
 
@@ -47,6 +53,8 @@ class Edit:
     span: tuple[int, int]
     text: str
     needs_hammer: bool = False
+    #: the lemma it proves (its id), for the report
+    lemma: str = ""
 
 
 def patched_text(original: str, edits: Sequence[Edit]) -> str:
@@ -68,6 +76,50 @@ def patched_text(original: str, edits: Sequence[Edit]) -> str:
     if any(edit.needs_hammer for edit in edits):
         text = HAMMER_TACTICS + "  (* added by sgs.fill: a proof below uses sauto *)\n" + text
     return text
+
+
+def edit_at_line(original: str, edits: Sequence[Edit], line: int) -> Edit | None:
+    """The edit whose written text holds ``line`` (1-based) of :func:`patched_text`'s result, if any."""
+    line -= any(edit.needs_hammer for edit in edits)
+    added = 0   # lines the edits before this one added
+    for edit in sorted(edits, key=lambda edit: edit.span):
+        first = original.count("\n", 0, edit.span[0]) + 1 + added
+        if first <= line <= first + edit.text.count("\n"):
+            return edit
+        added += edit.text.count("\n") - original.count("\n", *edit.span)
+    return None
+
+
+_FAILED_AT = re.compile(r"(?:^|; |: )([^\s;:]+\.v): line (\d+): (Error:[^;]*)")
+
+
+def build_written(project: Project, texts: dict[str, str], edits: dict[str, list[Edit]], *, jobs: int
+                  ) -> tuple[dict[str, str], list[tuple[Edit, str]]]:
+    """The patched texts that build (:func:`build_check`) and the edits left out, each with
+    the build's error: an error inside a written proof leaves that proof out and builds
+    again; :class:`BuildError` when an error lies elsewhere or no proof is left."""
+    edits = {file: list(file_edits) for file, file_edits in edits.items()}
+    dropped: list[tuple[Edit, str]] = []
+    while True:
+        patched = {file: patched_text(texts[file], file_edits) for file, file_edits in edits.items() if file_edits}
+        if not patched:
+            raise BuildError("no proof builds in its file: " + "; ".join(reason for _, reason in dropped))
+        try:
+            build_check(project, patched, jobs=jobs)
+            return patched, dropped
+        except BuildError as error:
+            culprits = []
+            for file, line, message in _FAILED_AT.findall(str(error)):
+                edit = edit_at_line(texts[file], edits.get(file, []), int(line)) if file in texts else None
+                if edit is None:
+                    raise
+                culprits.append((file, edit, f"{file}: line {line}: {' '.join(message.split())}"))
+            if not culprits:
+                raise
+            for file, edit, reason in culprits:
+                if edit in edits[file]:
+                    edits[file].remove(edit)
+                    dropped.append((edit, reason))
 
 
 def unified_patch(originals: dict[str, str], patched: dict[str, str]) -> str:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from sgs.fill.write import Edit, WriteError, check_writable, patched_text, replace_files, unified_patch
+from sgs.fill.write import Edit, WriteError, check_writable, edit_at_line, patched_text, replace_files, unified_patch
 from sgs.state.rocq_project import LoadPathItem, Project
 
 TEXT = "Require Import Arith.\nLemma a : 1 = 1.\nAdmitted.\nLemma b : 2 = 2.\nProof. Admitted.\n"
@@ -33,6 +33,18 @@ def test_a_proof_that_needs_coqhammer_loads_it_at_the_top():
     text = patched_text(TEXT, [Edit(span, "Proof.\n  sauto.\nQed.", needs_hammer=True)])
     assert text.startswith("From Hammer Require Import Tactics.")
     assert text.splitlines()[1] == "Require Import Arith."
+
+
+def test_a_build_error_line_is_traced_back_to_the_proof_written_there():
+    first = (TEXT.index("Admitted.\nLemma b"), TEXT.index("Admitted.\nLemma b") + len("Admitted."))
+    [second] = spans("Proof. Admitted.")
+    a, b = Edit(first, "Proof.\n  auto.\nQed.", lemma="P.a"), Edit(second, "Proof.\n  reflexivity.\nQed.", lemma="P.b")
+    patched = patched_text(TEXT, [a, b]).splitlines()
+    assert patched[3 - 1] == "Proof." and patched[8 - 1] == "  reflexivity."
+    assert [edit_at_line(TEXT, [b, a], line) for line in (2, 3, 5, 6, 7, 8, 9)] == [None, a, a, None, b, b, b]
+    hammered = Edit(second, b.text, needs_hammer=True, lemma="P.b")
+    assert patched_text(TEXT, [a, hammered]).splitlines()[9 - 1] == "  reflexivity."
+    assert edit_at_line(TEXT, [a, hammered], 9) == hammered and edit_at_line(TEXT, [a, hammered], 7) is None
 
 
 def test_overlapping_or_outside_edits_are_refused():
