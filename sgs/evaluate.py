@@ -190,7 +190,7 @@ def search_left(cfg: SGSConfig, engine, pool, tokenizer: str, benchmark: str, pr
     evaluation = cfg.evaluation
     settings = search_settings(cfg)
     started = time.perf_counter()
-    searched = search_problems(left, engine=engine, pool=pool, tokenizer=tokenizer, sampling=tactic_sampling(cfg),
+    searched, batches = search_problems(left, engine=engine, pool=pool, tokenizer=tokenizer, sampling=tactic_sampling(cfg),
                                settings=settings, strategy=str(evaluation.search.strategy),
                                rocq_options=backend_spec(cfg.prover).options, workers=evaluation.search.workers)
     return SolverModeResult(
@@ -200,7 +200,7 @@ def search_left(cfg: SGSConfig, engine, pool, tokenizer: str, benchmark: str, pr
         search_settings={"strategy": str(evaluation.search.strategy), "width": settings.width,
                          "max_depth": settings.max_depth, "tactic_seconds": settings.tactic_seconds,
                          "finishers": list(settings.finishers), "workers": evaluation.search.workers},
-        search_seconds=time.perf_counter() - started)
+        search_seconds=time.perf_counter() - started, engine_batches=batches)
 
 
 if __name__ == "__main__":

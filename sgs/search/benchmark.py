@@ -72,13 +72,14 @@ class SearchedProblem:
 
 def search_problems(problems: Sequence[Target], *, engine: Any, pool: Any, tokenizer: str, sampling: Any,
                     settings: SearchSettings, strategy: str, rocq_options: dict,
-                    workers: int) -> list[SearchedProblem]:
+                    workers: int) -> tuple[list[SearchedProblem], int]:
     """Search each problem (``settings.lemma_seconds`` each) and re-check what is
     found with ``pool``; ``engine`` is the running engine group, sampled with
     ``sampling`` (its ``n`` is the search's width); ``pool`` must have no
-    other check outstanding.  Results in problem order."""
+    other check outstanding.  Results in problem order, and the engine
+    batches the model calls went out in (fewer than the calls: batching)."""
     if not problems:
-        return []
+        return [], 0
     queue = TacticQueue.remote()
     pump = EnginePump(engine, queue, sampling)
     spec = ProposerSpec(ENGINE, engine=queue, tokenizer=tokenizer)
@@ -102,7 +103,7 @@ def search_problems(problems: Sequence[Target], *, engine: Any, pool: Any, token
     while pool.outstanding:
         for task, verdict in pool.poll(1.0):
             verdicts[task.id.removeprefix("search/")] = verdict
-    return [_searched(p.id, results[p.id], verdicts.get(p.id)) for p in problems]
+    return [_searched(p.id, results[p.id], verdicts.get(p.id)) for p in problems], pump.chunks
 
 
 def _searched(problem_id: str, result: dict, verdict: Any) -> SearchedProblem:
@@ -141,6 +142,8 @@ class SolverModeResult:
     #: the search's settings and strategy, as run
     search_settings: dict
     search_seconds: float
+    #: engine submissions the search's model calls went out in (one batch per engine each)
+    engine_batches: int = 0
     wall_seconds: Optional[float] = None
 
     def proved_by(self) -> dict[str, Optional[str]]:
@@ -169,7 +172,8 @@ class SolverModeResult:
         return {**self.search_settings, "seconds_per_target": self.seconds_per_target,
                 "problems": len(self.searched), "proved": proved,
                 "proved_within_time": proved / len(self.searched) if self.searched else None,
-                "statuses": dict(Counter(p.status for p in self.searched)), "seconds": self.search_seconds}
+                "statuses": dict(Counter(p.status for p in self.searched)), "seconds": self.search_seconds,
+                "engine_batches": self.engine_batches}
 
     def problem_lines(self) -> list[dict]:
         sampled = {line["id"]: line for line in self.sampled.problem_lines()} if self.sampled is not None else {}
@@ -210,8 +214,9 @@ def result_table(result: BenchmarkResult | SolverModeResult) -> str:
                  f"({', '.join(f'{s} {n}' for s, n in sorted(search['statuses'].items()))}); {search['seconds']:.1f} s")
     lines.append(f"solved: {rates['total']:.3f} of {len(result.problem_ids)} problems "
                  f"(sampling {rates['sample']:.3f}, search {rates['search']:.3f})")
-    lines.append(f"search generated: {generated['search']['model_calls']} model calls, "
-                 f"{generated['search']['samples']} samples, {generated['search']['tokens']} tokens")
+    lines.append(f"search generated: {generated['search']['model_calls']} model calls "
+                 f"(in {result.engine_batches} engine batches), {generated['search']['samples']} samples, "
+                 f"{generated['search']['tokens']} tokens")
     if result.sampled is None:
         lines.append(f"checkpoint: {result.checkpoint}" + ("" if result.wall_seconds is None
                                                              else f"; {result.wall_seconds:.0f} s in all"))

@@ -500,3 +500,4 @@ def test_the_search_mode_end_to_end(tmp_path, tiny_dir, require_rocq):
     assert summary["search"]["proved_within_time"] == 0.8 and summary["search"]["seconds_per_target"] == 10
     assert summary["generations"] == {"search": {key: sum(line["search"][key] for line in lines.values())
                                                  for key in ("model_calls", "samples", "tokens")}}
+    assert 1 <= summary["search"]["engine_batches"] <= summary["generations"]["search"]["model_calls"]

@@ -38,7 +38,7 @@ def test_both_modes_say_who_proved_what_and_what_each_generated(tmp_path):
                   None),
     )
     result = SolverModeResult("both", "bench", "ckpt", 0, "rocq", ("a", "b", "c", "d"), sampled, searched, 10.0,
-                              {"strategy": "best_first", "width": 4}, search_seconds=12.0)
+                              {"strategy": "best_first", "width": 4}, search_seconds=12.0, engine_batches=5)
     assert result.proved_by() == {"a": "sample", "b": "search", "c": None, "d": None}
     assert result.solve_rate() == {"sample": 0.25, "search": 0.25, "total": 0.5}
     assert result.generations() == {"search": {"model_calls": 7, "samples": 28, "tokens": 140},
@@ -55,10 +55,12 @@ def test_both_modes_say_who_proved_what_and_what_each_generated(tmp_path):
     # The search ran on the three problems sampling left, and proved one of them in time.
     assert summary["search"] == {"strategy": "best_first", "width": 4, "seconds_per_target": 10.0, "problems": 3,
                                  "proved": 1, "proved_within_time": pytest.approx(1 / 3),
-                                 "statuses": {"valid": 1, "not_found": 1, "system_error": 1}, "seconds": 12.0}
+                                 "statuses": {"valid": 1, "not_found": 1, "system_error": 1}, "seconds": 12.0,
+                                 "engine_batches": 5}
     table = result_table(result)
     assert "search (best_first, 10 s per target) on 3 problems: proved 1" in table
     assert "solved: 0.500 of 4 problems (sampling 0.250, search 0.250)" in table
+    assert "search generated: 7 model calls (in 5 engine batches), 28 samples, 140 tokens" in table
 
 
 def test_a_proof_the_searchs_own_recheck_refused_is_not_proved():
