@@ -235,7 +235,7 @@ def _up_to_date(source: Path) -> bool:
 
 def _error_of(source: str, output: str) -> str:
     """Coq's error for ``source`` in the build output, or why it has none."""
-    match = re.search(rf'File "(?:\./)?{re.escape(source)}", line (\d+)[^\n]*\n(?:(?!File ").*\n)*?Error:(.*)',
+    match = re.search(rf'File "(?:\./)?{re.escape(source)}", line (\d+)[^\n]*\n(?:(?!File ").*\n)*?Error:\s*(.*)',
                       output)
     if match:
         return f"line {match.group(1)}: Error: {match.group(2).strip()[:300]}"
