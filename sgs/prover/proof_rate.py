@@ -52,6 +52,13 @@ class SearchProver:
     predictor: str
     finishers: tuple[str, ...]
     description: str = ""
+    #: how the open states are ranked (:data:`sgs.search.values.SCORES`)
+    score: str = "logprob"
+
+    @property
+    def needs_corpus(self) -> bool:
+        """The k-NN learner and the value estimate learn from the corpus's training split."""
+        return self.predictor == "knn" or self.score != "logprob"
 
 
 #: every prover the comparison knows, by name
@@ -60,6 +67,10 @@ PROVERS: dict[str, Baseline | SearchProver] = {
     "search": SearchProver("model", ROCQ_FINISHERS, "best-first search, the trained model proposing, finishers"),
     "search-no-finishers": SearchProver("model", (), "the same search without the finishers"),
     "search-knn": SearchProver("knn", ROCQ_FINISHERS, "best-first search, the k-NN learner proposing, finishers"),
+    "search-value": SearchProver("model", ROCQ_FINISHERS, "the model's search, states ranked by log-prob + value",
+                                 "logprob+value"),
+    "search-knn-value": SearchProver("knn", ROCQ_FINISHERS, "the k-NN's search, states ranked by log-prob + value",
+                                     "logprob+value"),
 }
 
 
@@ -136,12 +147,15 @@ def run_baseline(baseline: Baseline, targets: Sequence[ProofTask], *, seconds: f
 
 def run_search(prover: SearchProver, targets: Sequence[ProofTask], *, seconds: float, workers: int,
                corpus: Optional[Path], checkpoint: str, record,
-               forbidden: Optional[dict[str, frozenset[str]]] = None, rocq_options: Optional[dict] = None) -> None:
-    """Search every target (best-first, ``seconds`` each) on ``workers`` Ray actors; ``record`` as
-    :func:`run_baseline`'s, the statuses being the re-check's (or the search's end when nothing was found)."""
+               forbidden: Optional[dict[str, frozenset[str]]] = None, rocq_options: Optional[dict] = None,
+               expansions: Optional[int] = None) -> None:
+    """Search every target (best-first, ``seconds`` and at most ``expansions`` states each) on
+    ``workers`` Ray actors; ``record`` as :func:`run_baseline`'s, the statuses being the re-check's
+    (or the search's end when nothing was found)."""
     from sgs.search.workers import ProposerSpec, search_all
 
-    settings = SearchSettings(lemma_seconds=seconds, tactic_seconds=min(10.0, seconds), finishers=prover.finishers)
+    settings = SearchSettings(lemma_seconds=seconds, tactic_seconds=min(10.0, seconds), finishers=prover.finishers,
+                              **({"max_expansions": expansions} if expansions else {}))
     spec = ProposerSpec(prover.predictor, str(corpus) if corpus else None, checkpoint)
 
     def done(target: ProofTask, result: dict) -> None:
@@ -150,7 +164,7 @@ def run_search(prover: SearchProver, targets: Sequence[ProofTask], *, seconds: f
 
     search_all(targets, settings=settings, proposer=spec,
                rocq_options={**(rocq_options or {}), "tactic_libraries": (HAMMER_TACTICS,)},
-               workers=workers, record=done, forbidden=forbidden)
+               workers=workers, record=done, forbidden=forbidden, score=prover.score)
 
 
 def summarize(rows: Sequence[dict]) -> dict[str, dict[str, dict]]:
@@ -195,6 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint", default="pkg://sgs/data/rocq_prover",
                         help="the model the searches propose with (default: the shipped prover)")
     parser.add_argument("--seconds", type=float, default=60.0, help="time per lemma and prover")
+    parser.add_argument("--expansions", type=int, metavar="N",
+                        help="at most N states expanded per search: a budget the machine's load does not move")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
@@ -231,19 +247,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     provers = [p for p in args.provers.split(",") if p]
     problems = [f"--provers: unknown {p!r} (known: {', '.join(PROVERS)})" for p in provers if p not in PROVERS]
-    if any(isinstance(PROVERS.get(p), SearchProver) and PROVERS[p].predictor == "knn" for p in provers) and not (
-            args.corpus and args.corpus.is_dir()):
-        problems.append("search-knn needs --corpus CORPUS (the k-NN learner's training split)")
-    if args.seconds <= 0 or args.workers < 1:
-        problems.append("--seconds must be > 0 and --workers >= 1")
+    learners = [p for p in provers if isinstance(PROVERS.get(p), SearchProver) and PROVERS[p].needs_corpus]
+    if learners and not (args.corpus and args.corpus.is_dir()):
+        problems += [f"{p} needs --corpus CORPUS (the k-NN's or the value's training split)" for p in learners]
+    if args.seconds <= 0 or args.workers < 1 or (args.expansions is not None and args.expansions < 1):
+        problems.append("--seconds must be > 0, --workers >= 1 and --expansions >= 1")
     groups, forbidden, more = _groups(args)
     problems += more
     results = args.out / "results.jsonl"
     rows = _read_rows(results)
-    budgets = {r.get("seconds_per_lemma", args.seconds) for r in rows} - {args.seconds}
+    budget = (args.seconds, args.expansions)
+    budgets = {(r.get("seconds_per_lemma", args.seconds), r.get("expansions_per_lemma")) for r in rows} - {budget}
     if budgets:
-        problems.append(f"--out {args.out} holds results at {sorted(budgets)} s per lemma, not {args.seconds}: "
-                        "use another --out (one directory, one budget)")
+        problems.append(f"--out {args.out} holds results at other budgets (seconds, expansions per lemma) "
+                        f"{sorted(budgets, key=str)}, not {budget}: use another --out (one directory, one budget)")
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
@@ -267,7 +284,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 def record(target, proof, seconds, statuses, prover=prover, group_of=group_of):
                     row = {"prover": prover, "group": group_of[id(target)], "target": target.id,
                            "proved": proof is not None, "proof": proof, "seconds": round(seconds, 2),
-                           "statuses": statuses, "seconds_per_lemma": args.seconds}
+                           "statuses": statuses, "seconds_per_lemma": args.seconds,
+                           "expansions_per_lemma": args.expansions}
                     rows.append(row)
                     sink.write(json.dumps(row) + "\n")
                     sink.flush()
@@ -278,12 +296,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     run_baseline(entry, tasks, seconds=args.seconds, workers=args.workers, record=record)
                 else:
                     run_search(entry, tasks, seconds=args.seconds, workers=args.workers, corpus=args.corpus,
-                               checkpoint=args.checkpoint, record=record, forbidden=forbidden)
+                               checkpoint=args.checkpoint, record=record, forbidden=forbidden,
+                               expansions=args.expansions)
     finally:
         ray.shutdown()
     wanted = {(p, g, t.id) for p in provers for g, targets in groups.items() for t in targets}
     table = summarize([r for r in rows if (r["prover"], r["group"], r["target"]) in wanted])
-    summary = {"seconds_per_lemma": args.seconds, "workers": args.workers, "provers": provers,
+    summary = {"seconds_per_lemma": args.seconds, "expansions_per_lemma": args.expansions,
+               "workers": args.workers, "provers": provers,
                "wall_seconds": round(time.monotonic() - started, 1), "table": table}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(format_summary(table, provers))

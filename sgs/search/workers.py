@@ -92,15 +92,22 @@ class SearchWorker:
         self._backend = RocqBackend(RocqConfig(**rocq_options))
         self._prover = RocqProver(self._backend)
         self._proposer = build_proposer(proposer)
+        self._corpus = proposer.corpus
+        #: score name -> score, built on first use (a value estimate reads the corpus once)
+        self._scores: dict[str, Any] = {}
 
     def search(self, task: ProofTask, settings: SearchSettings, strategy: str,
-               forbidden: frozenset[str] = frozenset()) -> dict:
-        """One search; the proposer's tactics never name the ``forbidden`` lemmas."""
+               forbidden: frozenset[str] = frozenset(), score: str = "logprob") -> dict:
+        """One search, its open states ranked by ``score`` (:data:`sgs.search.values.SCORES`);
+        the proposer's tactics never name the ``forbidden`` lemmas."""
         from sgs.search.proposers import WithoutNames
         from sgs.search.strategies import search
+        from sgs.search.values import build_score
+        if score not in self._scores:
+            self._scores[score] = build_score(score, Path(self._corpus) if self._corpus else None)
         proposer = WithoutNames(self._proposer, forbidden) if forbidden else self._proposer
         before = self._counts()
-        result = search(task, self._prover, proposer, settings, strategy=strategy)
+        result = search(task, self._prover, proposer, settings, strategy=strategy, score=self._scores[score])
         verdict = result.verdict
         return {"target": task.id, "proved": result.proved, "found": result.found, "stop": result.stop,
                 "proof": result.proof if result.proved else None,
@@ -123,14 +130,19 @@ def failed(task: ProofTask, reason: str) -> dict:
 def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer: ProposerSpec,
                rocq_options: dict, workers: int, record: Callable[[ProofTask, dict], None],
                strategy: str = "best_first", forbidden: Optional[Mapping[str, frozenset[str]]] = None,
-               pump: Any = None) -> None:
-    """Search every task on ``workers`` actors; ``record(task, result)`` as each finishes;
+               pump: Any = None, score: str = "logprob") -> None:
+    """Search every task on ``workers`` actors, ranking states by ``score``;
+    ``record(task, result)`` as each finishes;
     ``forbidden``: by task id, lemmas its searches may not name; ``pump``: an
     :class:`~sgs.search.engine_calls.EnginePump` to drive while waiting (the
     workers' model calls)."""
     forbidden = forbidden or {}
+
     def start() -> ray.actor.ActorHandle:
         return SearchWorker.remote(rocq_options, proposer)
+
+    def submit(worker: ray.actor.ActorHandle, task: ProofTask) -> ray.ObjectRef:
+        return worker.search.remote(task, settings, strategy, forbidden.get(task.id, frozenset()), score)
 
     pool = [start() for _ in range(max(1, min(workers, len(tasks))))]
     queue = list(tasks)
@@ -138,8 +150,7 @@ def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer
     for index in range(len(pool)):
         if queue:
             task = queue.pop(0)
-            running[pool[index].search.remote(task, settings, strategy, forbidden.get(task.id, frozenset()))] = \
-                (index, task)
+            running[submit(pool[index], task)] = (index, task)
     while running:
         ready, _ = ray.wait(list(running) + (pump.waitables() if pump is not None else []), num_returns=1)
         if pump is not None:
@@ -157,8 +168,7 @@ def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer
         record(task, result)
         if queue:
             task = queue.pop(0)
-            running[pool[index].search.remote(task, settings, strategy, forbidden.get(task.id, frozenset()))] = \
-                (index, task)
+            running[submit(pool[index], task)] = (index, task)
     for actor in pool:
         ray.kill(actor)
 

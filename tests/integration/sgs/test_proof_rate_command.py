@@ -64,12 +64,16 @@ def test_a_search_prover_runs_on_ray_actors_and_its_proofs_are_rechecked(tmp_pat
     targets = tmp_path / "targets.jsonl"
     targets.write_text(json.dumps(TARGETS[0]) + "\n")
     out = tmp_path / "out"
-    run = _run("--targets", f"tiny={targets}", "--provers", "search-knn", "--corpus", str(corpus),
-               "--seconds", "20", "--workers", "1", "--out", str(out))
+    # the k-NN proposing; then the same with the value estimate (learned from the same corpus) ranking states
+    run = _run("--targets", f"tiny={targets}", "--provers", "search-knn,search-knn-value", "--corpus", str(corpus),
+               "--seconds", "60", "--expansions", "8", "--workers", "1", "--out", str(out))
     assert run.returncode == 0, run.stderr
-    row = json.loads((out / "results.jsonl").read_text())
-    assert row["proved"] and row["statuses"] == {"valid": 1}        # the re-check's verdict
-    assert row["proof"].startswith("Proof.") and row["proof"].rstrip().endswith("Qed.")
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [row["prover"] for row in rows] == ["search-knn", "search-knn-value"]
+    for row in rows:
+        assert row["proved"] and row["statuses"] == {"valid": 1}        # the re-check's verdict
+        assert row["proof"].startswith("Proof.") and row["proof"].rstrip().endswith("Qed.")
+        assert row["expansions_per_lemma"] == 8
     missing = _run("--targets", f"tiny={targets}", "--provers", "search-knn", "--out", str(tmp_path / "o2"))
     assert missing.returncode == 2 and "needs --corpus" in missing.stderr
 
