@@ -81,7 +81,8 @@ def markdown(rows: Iterable[Row], *, project: str, command: str, when: str, seco
         lines += [f"--write: {write}", ""]
     lines += ["| file | line | lemma | status | by | seconds |", "|---|---|---|---|---|---|"]
     for row in rows:
-        status = row.status if row.status != "error" else f"error: {_cell(row.reason or '')}"
+        status = (f"error: {_cell(row.reason or '')}" if row.status == "error"
+                  else "proved, not written" if row.not_written else row.status)
         lines.append(f"| {_cell(row.file)} | {row.line} | `{_cell(row.name)}` | {status} | "
                      f"{row.prover or ''} | {row.seconds:.1f} |")
     proved = [row for row in rows if row.proof is not None]
