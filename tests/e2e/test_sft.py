@@ -237,7 +237,7 @@ def test_runs_started_together_measure_the_report_once(tmp_path, small_corpus, p
 @pytest.mark.slow
 @pytest.mark.full  # make test-full; not in CI
 def test_the_command_survives_a_kill_mid_training_and_then_uses_its_cache(tmp_path, small_corpus, require_rocq):
-    overrides = [f"warmstart.corpus={small_corpus}", "warmstart.epochs=20", "warmstart.learning_rate=1e-3",
+    overrides = ["model=tiny", f"warmstart.corpus={small_corpus}", "warmstart.epochs=20", "warmstart.learning_rate=1e-3",
                  "warmstart.global_batch_size=4", "warmstart.micro_batch_size=4", "warmstart.report_targets=2",
                  "method.num_solver_samples=2", "sampling.solver.max_tokens=16", "sampling.conjecturer.max_tokens=16",
                  "sampling.guide.max_tokens=16", "resources.verifier_workers=1",
