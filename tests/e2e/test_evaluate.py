@@ -438,30 +438,6 @@ def test_the_tiny_models_engine_on_rocq_held_out_targets(tmp_path, pool, prompte
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_the_command_end_to_end(tmp_path, tiny_dir, require_rocq):
-    out = tmp_path / "eval"
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "SGS_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "sgs.evaluate", "evaluation.benchmark=rocq-held-out", "evaluation.limit=3",
-         "evaluation.samples_per_problem=2", "evaluation.ks=[1,2]", f"evaluation.checkpoint={tiny_dir}",
-         f"evaluation.output_dir={out}", "sampling.solver.max_tokens=16", "resources.verifier_workers=1"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "== pass@k on rocq-held-out: 3 problems, n = 2 samples each ==" in proc.stdout
-    assert f"wrote {out / PROBLEMS_FILE} and {out / SUMMARY_FILE}" in proc.stdout
-    lines = [json.loads(line) for line in (out / PROBLEMS_FILE).read_text().splitlines()]
-    assert [line["id"] for line in lines] == [t.id for t in held_out_targets()[:3]]
-    assert all(line["n"] == 2 and sum(line["statuses"].values()) == 2 for line in lines)
-    summary = json.loads((out / SUMMARY_FILE).read_text())
-    assert (summary["benchmark"], summary["checkpoint"], summary["n"], summary["seed"]) == (
-        "rocq-held-out", str(tiny_dir), 2, 0)
-    assert set(summary["pass_at_k"]) == {"1", "2"} and summary["problems"] == 3
-    # Weights from outside a run: their policy version is not known, and is not claimed to be 0.
-    assert summary["policy_version"] is None and "(policy version unknown)" in proc.stdout
-    assert summary["wall_seconds"] >= summary["seconds"] > 0
-
-
 #: Small lemmas the search's finishers prove (``auto``, ``tauto``), and a false one it cannot.
 SEARCHED = [{"id": "four", "statement": "Theorem four : 2 + 2 = 4."},
             {"id": "imp_refl", "statement": "Theorem imp_refl : forall P : Prop, P -> P."},
@@ -471,33 +447,46 @@ SEARCHED = [{"id": "four", "statement": "Theorem four : 2 + 2 = 4."},
 
 
 @pytest.mark.slow
-def test_the_search_mode_end_to_end(tmp_path, tiny_dir, require_rocq):
-    """``evaluation.solver_mode=search``: one search per problem on Ray actors, the model's
-    calls through the engine group (the untrained model's tactics all fail, so what is proved
-    is the finishers'), every proof re-checked by the verifier pool, the counts reported."""
+def test_the_command_end_to_end(tmp_path, tiny_dir, require_rocq):
+    """``evaluation.solver_mode=both``, so one command run covers both modes (the suite's time):
+    pass@k from the samples, then one search per problem no sample proved, on Ray actors, the
+    model's calls through the same engine group (the untrained model's samples and tactics all
+    fail, so what is proved is the finishers'), every proof re-checked by the verifier pool."""
     out, bench = tmp_path / "eval", write_jsonl(tmp_path / "bench.jsonl", SEARCHED)
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "SGS_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run(
-        [sys.executable, "-m", "sgs.evaluate", f"evaluation.benchmark=jsonl:{bench}", "evaluation.solver_mode=search",
+        [sys.executable, "-m", "sgs.evaluate", f"evaluation.benchmark=jsonl:{bench}", "evaluation.solver_mode=both",
+         "evaluation.samples_per_problem=2", "evaluation.ks=[1,2]", "sampling.solver.max_tokens=16",
          "evaluation.seconds_per_target=10", "evaluation.search.finishers=[auto,tauto]", "evaluation.search.width=2",
          "evaluation.search.workers=2", f"evaluation.checkpoint={tiny_dir}", f"evaluation.output_dir={out}",
          "resources.verifier_workers=1"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"== pass@k on jsonl:{bench}: 5 problems, n = 2 samples each ==" in proc.stdout
     assert "search (best_first, 10 s per target) on 5 problems: proved 4" in proc.stdout
+    assert f"wrote {out / PROBLEMS_FILE} and {out / SUMMARY_FILE}" in proc.stdout
     lines = {line["id"]: line for line in map(json.loads, (out / PROBLEMS_FILE).read_text().splitlines())}
+    assert list(lines) == [p["id"] for p in SEARCHED]
+    assert all(line["n"] == 2 and sum(line["statuses"].values()) == 2 and line["c"] == 0 for line in lines.values())
     assert {i: line["proved_by"] for i, line in lines.items()} == {
         "four": "search", "imp_refl": "search", "and_swap": "search", "zero_plus": "search", "square": None}
     assert lines["and_swap"]["search"]["proof"] == "Proof.\n  tauto.\nQed."
-    assert lines["and_swap"]["search"]["status"] == "valid" and "pass_at_k" not in lines["four"]
+    assert lines["and_swap"]["search"]["status"] == "valid"
     # The finishers fail on the false lemma, so the model was asked: width samples per call.
     square = lines["square"]["search"]
     assert square["status"] == "not_found" and square["proof"] is None and square["model_calls"] >= 1
     assert square["samples"] == 2 * square["model_calls"] and square["tokens"] >= square["samples"]
     summary = json.loads((out / SUMMARY_FILE).read_text())
-    assert summary["solver_mode"] == "search" and "pass_at_k" not in summary
-    assert summary["solve_rate"] == {"sample": 0.0, "search": 0.8, "total": 0.8}
+    assert (summary["benchmark"], summary["checkpoint"], summary["n"], summary["seed"]) == (
+        f"jsonl:{bench}", str(tiny_dir), 2, 0)
+    assert set(summary["pass_at_k"]) == {"1", "2"} and summary["problems"] == 5
+    # Weights from outside a run: their policy version is not known, and is not claimed to be 0.
+    assert summary["policy_version"] is None and "(policy version unknown)" in proc.stdout
+    assert summary["wall_seconds"] >= summary["seconds"] > 0
+    assert summary["solver_mode"] == "both" and summary["solve_rate"] == {"sample": 0.0, "search": 0.8, "total": 0.8}
     assert summary["search"]["proved_within_time"] == 0.8 and summary["search"]["seconds_per_target"] == 10
-    assert summary["generations"] == {"search": {key: sum(line["search"][key] for line in lines.values())
-                                                 for key in ("model_calls", "samples", "tokens")}}
+    assert summary["generations"] == {
+        "sample": {"samples": 10, "tokens": sum(line["tokens"] for line in lines.values())},
+        "search": {key: sum(line["search"][key] for line in lines.values())
+                   for key in ("model_calls", "samples", "tokens")}}
     assert 1 <= summary["search"]["engine_batches"] <= summary["generations"]["search"]["model_calls"]
