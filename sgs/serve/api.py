@@ -213,8 +213,8 @@ class ProverAPI:
         verifier_seconds = outcome.verifier_seconds
         if proof is None and req.mode != "sample":
             searched, proof, seconds = await self._search(req, deadline)
-            proved_by, timed_out, verifier_seconds = "search", searched["stop"] in ("time", "request_timeout"), \
-                verifier_seconds + seconds
+            proved_by, timed_out = "search", searched["stop"] in ("time", "request_timeout")
+            verifier_seconds += seconds
         if proof is not None:
             self._metrics.proofs_found.inc()
         text = None if proof is None else _proof_text(req.header, req.statement, proof)
