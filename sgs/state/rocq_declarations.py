@@ -249,9 +249,11 @@ def _in_context(text: str, blocks: list[_Block], declaration: Declaration) -> De
         # the section's variables are the statement's own binders now, and
         # "Proof using" names only section variables
         proof = re.sub(r"\AProof\s+using\b[^.]*\.", "Proof.", proof)
-    # an admitted proof's tactics never ran to completion: only its Proof using names variables
+    # an admitted proof's tactics never ran to completion: only its Proof using names variables,
+    # and Coq counts those its statement's binders get from Implicit Types as named by it
     used = declaration.proof if declaration.ending != "Admitted" else \
-        " ".join(re.findall(r"\AProof\s+using\b[^.]*\.", declaration.proof))
+        " ".join([*re.findall(r"\AProof\s+using\b[^.]*\.", declaration.proof),
+                  _typed_binders(declaration.statement, implicit) if implicit else ""])
     choices = _binder_choices(groups, declaration.statement + " " + used)
     statements = tuple(dict.fromkeys(_bound(declaration, binders, implicit) for binders in choices))
     context = ", ".join(f"{block.kind} {block.name}" for block in blocks)

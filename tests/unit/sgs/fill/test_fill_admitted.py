@@ -102,3 +102,10 @@ def test_allowed_names_cover_the_admitted_lemmas_and_the_projects_axioms():
             "M.in_module", "P.F.M.in_module", "Top.M.in_module"} <= names
     assert {"ax", "G.ax", "P.G.ax", "V", "P.G.V"} <= names
     assert "proved" not in names and "classic" not in names
+
+
+def test_a_variable_named_only_through_implicit_types_is_kept():
+    text = ("Section T.\nVariable A : Type.\nVariable B : Type.\nImplicit Types v : A.\n"
+            "Lemma imp : forall v, v = v.\nProof using Type.\nAdmitted.\nEnd T.\n")
+    [target], _ = find_admitted(text, "F.v", "P.F")
+    assert target.statement == "Lemma imp (A : Type) : forall (v : A), v = v."
