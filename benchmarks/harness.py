@@ -93,6 +93,10 @@ BENCHMARKS: tuple[Benchmark, ...] = (
               (_headline("startup"), ("learner_poll", "learner_poll: "), ("learner_runs", "learner_runs: "),
                ("learner_kept", "learner_kept: ")),
               quick_args=("--rounds", "1")),
+    Benchmark("search", "best-first tactic search on 40 shipped Rocq targets, the shipped prover proposing: time in "
+              "the prover and the model vs everything else (beside it: fixed tactics, and a bare tactic step)",
+              "≥ 0.80× (at most 20% of a search's time outside the prover and the model)",
+              (_headline("search_bound"),), quick_args=("--targets", "6")),
 )
 
 #: The modules of this folder that are not benchmarks of ``make bench`` (the GPU suite has its own command).
