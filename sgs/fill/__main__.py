@@ -176,10 +176,14 @@ def run(args: argparse.Namespace) -> int:
         outcomes = attempt_all(tasks, seconds=args.time_per_lemma, workers=args.workers, rocq_options=rocq_options,
                                knn_corpus=corpus, checkpoint=args.checkpoint,
                                progress=lambda line: print(line, file=sys.stderr))
-        found = [ProofTask(t.id, t.header, t.statement, outcomes[t.id].proof, t.load_path)
-                 for t in tasks if outcomes[t.id].proof is not None]
-        verdicts = recheck_all(found, workers=args.workers, timeout=max(args.time_per_lemma, 30.0),
-                               rocq_options=rocq_options)
+        # the baselines' proofs were checked by the verifier pool already (sauto's with CoqHammer
+        # loaded); a search's proof was checked by its worker's own backend, so the pool checks it
+        verdicts = {t.id: (Status.VALID.value, "", outcomes[t.id].prover == "sauto") for t in tasks
+                    if outcomes[t.id].prover in ("automation", "sauto")}
+        searched = [ProofTask(t.id, t.header, t.statement, outcomes[t.id].proof, t.load_path)
+                    for t in tasks if outcomes[t.id].prover == "search"]
+        verdicts.update(recheck_all(searched, workers=args.workers, timeout=max(args.time_per_lemma, 30.0),
+                                    rocq_options=rocq_options))
     finally:
         ray.shutdown()
 

@@ -12,9 +12,10 @@ once for all of them, on ``workers`` processes):
    when it has some (:mod:`sgs.fill.knowledge`), else the shipped model.
 
 These are :mod:`sgs.prover.proof_rate`'s runners, as ``python -m sgs.prover
-proof-rate`` runs them.  Every proof found is then checked once more, whole,
-by the verifier pool under the usual rules (:func:`recheck_all`): only a
-valid verdict there makes a lemma ``proved``.  Every check allows the project's
+proof-rate`` runs them.  The baselines' proofs are whole proofs the verifier
+pool checked under the usual rules; a search's proof, which its worker's own
+backend re-checked, is checked once more by the pool (:func:`recheck_all`):
+only a valid verdict there makes a lemma ``proved``.  Every check allows the project's
 admitted lemmas and own axioms (:func:`sgs.fill.admitted.allowed_names`).
 """
 
