@@ -144,20 +144,19 @@ def evaluate_checkpoint(cfg: SGSConfig, benchmark: str,
         try:
             pool = start_verifier_pool(cfg, name="eval-verifier")
             try:
-                sampled = None
+                loaded, sampled = AutoTokenizer.from_pretrained(tokenizer), None
                 if evaluation.solver_mode != "search":
                     settings = sampling_settings(cfg.sampling.solver, n=evaluation.samples_per_problem,
                                                  seed=cfg.seed)
-                    sampled = replace(evaluate_problems(engine, pool, Prompter(cfg.prover.language,
-                                                                               AutoTokenizer.from_pretrained(tokenizer)),
-                                                        problems, ks=evaluation.ks, settings=settings,
-                                                        language=cfg.prover.language, benchmark=benchmark,
-                                                        checkpoint=checkpoint, confidence=evaluation.confidence),
-                                      policy_version=version)
+                    result = evaluate_problems(engine, pool, Prompter(cfg.prover.language, loaded), problems,
+                                               ks=evaluation.ks, settings=settings, language=cfg.prover.language,
+                                               benchmark=benchmark, checkpoint=checkpoint,
+                                               confidence=evaluation.confidence)
+                    sampled = replace(result, policy_version=version)
                     if not searching:
                         return sampled
                 proved = {p.id for p in sampled.problems if p.c > 0} if sampled is not None else set()
-                return search_left(cfg, engine, pool, tokenizer, benchmark, problems, sampled,
+                return search_left(cfg, engine, pool, loaded, benchmark, problems, sampled,
                                    [p for p in problems if p.id not in proved], checkpoint, version)
             finally:
                 pool.shutdown()
@@ -183,16 +182,19 @@ def tactic_sampling(cfg: SGSConfig) -> SamplingSettings:
                             temperature=solver.temperature, top_p=solver.top_p)
 
 
-def search_left(cfg: SGSConfig, engine, pool, tokenizer: str, benchmark: str, problems: Sequence[Target],
+def search_left(cfg: SGSConfig, engine, pool, tokenizer, benchmark: str, problems: Sequence[Target],
                 sampled: BenchmarkResult | None, left: Sequence[Target], checkpoint: str,
                 version: int | None) -> SolverModeResult:
-    """The search on ``left`` (every problem, or those no sample proved), with the running engines and pool."""
+    """The search on ``left`` (every problem, or those no sample proved), with the running engines,
+    their (loaded) ``tokenizer`` and the pool."""
     evaluation = cfg.evaluation
     settings = search_settings(cfg)
     started = time.perf_counter()
-    searched, batches = search_problems(left, engine=engine, pool=pool, tokenizer=tokenizer, sampling=tactic_sampling(cfg),
-                               settings=settings, strategy=str(evaluation.search.strategy),
-                               rocq_options=backend_spec(cfg.prover).options, workers=evaluation.search.workers)
+    searched, batches = search_problems(left, engine=engine, pool=pool, tokenizer=tokenizer,
+                                        sampling=tactic_sampling(cfg), settings=settings,
+                                        strategy=str(evaluation.search.strategy),
+                                        rocq_options=backend_spec(cfg.prover).options,
+                                        workers=evaluation.search.workers)
     return SolverModeResult(
         mode=str(evaluation.solver_mode), benchmark=benchmark, checkpoint=checkpoint, policy_version=version,
         language=cfg.prover.language, problem_ids=tuple(p.id for p in problems), sampled=sampled,

@@ -33,6 +33,7 @@ import ray
 from lean_env.verdict import ProofTask
 from sgs.analysis.evaluation import PROBLEMS_FILE, SUMMARY_FILE, BenchmarkResult, format_table, write_json
 from sgs.search.engine_calls import EnginePump, TacticQueue
+from sgs.search.engine_proposer import TacticReader
 from sgs.search.settings import SearchSettings
 from sgs.search.workers import ENGINE, ProposerSpec, search_all
 from sgs.state.records import Target
@@ -70,19 +71,20 @@ class SearchedProblem:
         return dataclasses.asdict(self)
 
 
-def search_problems(problems: Sequence[Target], *, engine: Any, pool: Any, tokenizer: str, sampling: Any,
+def search_problems(problems: Sequence[Target], *, engine: Any, pool: Any, tokenizer: Any, sampling: Any,
                     settings: SearchSettings, strategy: str, rocq_options: dict,
                     workers: int) -> tuple[list[SearchedProblem], int]:
     """Search each problem (``settings.lemma_seconds`` each) and re-check what is
     found with ``pool``; ``engine`` is the running engine group, sampled with
-    ``sampling`` (its ``n`` is the search's width); ``pool`` must have no
+    ``sampling`` (its ``n`` is the search's width) on prompts rendered with
+    its ``tokenizer`` (loaded); ``pool`` must have no
     other check outstanding.  Results in problem order, and the engine
     batches the model calls went out in (fewer than the calls: batching)."""
     if not problems:
         return [], 0
     queue = TacticQueue.remote()
-    pump = EnginePump(engine, queue, sampling)
-    spec = ProposerSpec(ENGINE, engine=queue, tokenizer=tokenizer)
+    pump = EnginePump(engine, queue, sampling, TacticReader(tokenizer))
+    spec = ProposerSpec(ENGINE, engine=queue)
     results: dict[str, dict] = {}
     by_id = {p.id: p for p in problems}
 

@@ -8,12 +8,15 @@ The two meet in a queue:
 
 * :class:`TacticQueue`, a small async actor: a search's proposer
   (:class:`~sgs.search.engine_proposer.EngineProposer`) calls
-  ``tactics(prompt, n)`` on it and waits; the calls of every search pile up.
+  ``tactics(state, n)`` on it and waits; the calls of every search pile up.
 * :class:`EnginePump`, in the driver beside the group: it takes whatever
-  calls have piled up, submits them to the group as one batch per ``n``
-  (the engines sample a batch of prompts in one generate step: vLLM's
-  continuous batching, or one padded transformers batch), and answers
-  each call with its completions as its chunk comes back.
+  calls have piled up, renders their tactic prompts, submits them to the
+  group as one batch per ``n`` (the engines sample a batch of prompts in
+  one generate step: vLLM's continuous batching, or one padded
+  transformers batch), and answers each call with its ranked tactics
+  (:class:`~sgs.search.engine_proposer.TacticReader`) as its chunk comes
+  back.  The tokenizer stays in the driver, so the search actors start
+  without importing one.
   :func:`sgs.search.workers.search_all` drives it while it waits for the
   searches (its ``pump``).
 
@@ -33,7 +36,7 @@ from typing import Any
 
 import ray
 
-from sgs.search.engine_proposer import Completion
+from sgs.search.engine_proposer import TacticAnswer, TacticReader
 
 __all__ = ["EngineCallError", "EnginePump", "TacticQueue"]
 
@@ -60,12 +63,12 @@ class TacticQueue:
             self._arrived = asyncio.Event()
         return self._arrived
 
-    async def tactics(self, prompt: str, n: int) -> list[Completion]:
-        """``n`` completions of ``prompt``, once the pump has had them sampled."""
+    async def tactics(self, state: str, n: int) -> TacticAnswer:
+        """The tactics of ``n`` completions for ``state``, once the pump has had them sampled."""
         key = next(self._keys)
         future = asyncio.get_running_loop().create_future()
         self._waiting[key] = future
-        self._new.append((key, prompt, n))
+        self._new.append((key, state, n))
         self._event().set()
         answer = await future
         if isinstance(answer, str):
@@ -85,7 +88,7 @@ class TacticQueue:
         return taken
 
     async def answer(self, answers: list[tuple[int, Any]]) -> None:
-        """Wake each call with its completions, or with a message saying why there are none."""
+        """Wake each call with its answer, or with a message saying why there is none."""
         for key, answer in answers:
             future = self._waiting.pop(key, None)
             if future is not None and not future.done():
@@ -95,11 +98,13 @@ class TacticQueue:
 class EnginePump:
     """The driver's side of :class:`TacticQueue`: calls in, engine chunks out, answers back."""
 
-    def __init__(self, group: Any, queue: Any, settings: Any, *, take_timeout_s: float = 1.0) -> None:
+    def __init__(self, group: Any, queue: Any, settings: Any, reader: TacticReader, *,
+                 take_timeout_s: float = 1.0) -> None:
         """``group``: an :class:`~sgs.machinery.engines.EngineGroup`; ``queue``: a
         :class:`TacticQueue` handle; ``settings``: the
-        :class:`~sgs.machinery.engines.SamplingSettings` of every call (its ``n`` set per call)."""
-        self.group, self.queue, self.settings = group, queue, settings
+        :class:`~sgs.machinery.engines.SamplingSettings` of every call (its ``n`` set per call);
+        ``reader``: the engines' tokenizer at work (prompts in, ranked tactics out)."""
+        self.group, self.queue, self.settings, self.reader = group, queue, settings, reader
         self._take_timeout_s = take_timeout_s
         self._take = queue.take.remote(take_timeout_s)
         #: chunk id -> the queue's call keys, in the chunk's prompt order
@@ -132,14 +137,14 @@ class EnginePump:
         answers = []
         for chunk, samples in done:
             for key, drawn in zip(self._chunks.pop(chunk, []), samples):
-                answers.append((key, [Completion.of(sample) for sample in drawn]))
+                answers.append((key, self.reader.answer(drawn)))
         if answers:
             self.calls += len(answers)
             self.queue.answer.remote(answers)
 
     def _submit(self, calls: list[tuple[int, str, int]]) -> None:
         for n in sorted({n for _, _, n in calls}):
-            batch = [(key, prompt) for key, prompt, count in calls if count == n]
+            batch = [(key, self.reader.prompt(state)) for key, state, count in calls if count == n]
             for chunk, indices in self.group.submit([prompt for _, prompt in batch], replace(self.settings, n=n)):
                 self._chunks[chunk] = [batch[i][0] for i in indices]
                 self.chunks += 1

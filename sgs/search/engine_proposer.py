@@ -1,26 +1,29 @@
 """Tactics sampled from the engines that sample whole proofs, ranked by their log-probabilities.
 
-:class:`EngineProposer` asks a ``draw(prompt, n)`` function for ``n``
-completions of the tactic prompt (:func:`sgs.prover.model_tactics.tactic_prompt`,
-the prompt the prover model was trained on), cuts each at its first sentence
-(:func:`~sgs.prover.model_tactics.first_sentence`: a model may go on past
-one tactic), drops repeats (:func:`sgs.prover.steps.tactic_key`) and answers
-the tactics best first by their real log-probabilities: the sum of the
-sampled tokens' log-probabilities up to the tactic's last character, the
-tokens after the cut left out.  Unlike :class:`~sgs.search.proposers.RankedProposer`'s
-rank prior, these scores compare across states, so best-first search
-orders its frontier by the model's own belief in each path.
+Two halves, so that a search actor needs no tokenizer (importing one costs
+an actor start tens of seconds on a loaded machine):
 
-``draw`` is where the engines are: :class:`sgs.search.engine_calls.TacticQueue`
-behind an :class:`~sgs.machinery.engines.EngineGroup` (evaluation, and any
-driver that owns the group), or the service's engine deployment.  Each
-completion needs ``text``, ``token_ids`` and ``logprobs`` (per token), as
+* :class:`TacticReader`, where the engines' tokenizer is (the driver's pump
+  of :mod:`sgs.search.engine_calls`, or the service's engine replica):
+  ``prompt(state)`` is the tactic prompt (:func:`sgs.prover.model_tactics.tactic_prompt`,
+  the prompt the prover model was trained on); ``answer(completions)`` cuts
+  each sampled completion at its first sentence
+  (:func:`~sgs.prover.model_tactics.first_sentence`: a model may go on past
+  one tactic), drops repeats (:func:`sgs.prover.steps.tactic_key`) and
+  ranks the tactics by their real log-probabilities: the sum of the sampled
+  tokens' log-probabilities up to the tactic's last character, the tokens
+  after the cut left out.  Unlike :class:`~sgs.search.proposers.RankedProposer`'s
+  rank prior, these scores compare across states, so best-first search
+  orders its frontier by the model's own belief in each path.
+* :class:`EngineProposer`, in the search: ``propose(state, k)`` is one
+  model call, ``draw(state, k)``, answered with a :class:`TacticAnswer`.
+  It counts what the calls cost: ``calls`` (one per state it is asked
+  about), ``samples`` and ``tokens`` (generated tokens, every sampled token
+  counted, the ones after a cut too), so a search's generations can be
+  compared with sampling's at equal budgets.
+
+A completion needs ``text``, ``token_ids`` and ``logprobs`` (per token), as
 :class:`~sgs.machinery.engines.Sample` has them.
-
-The proposer counts what it cost: ``calls`` (model calls: one per state it
-is asked about), ``samples`` and ``tokens`` (generated tokens, every
-sampled token counted, the ones after a cut too), so a search's generations
-can be compared with sampling's at equal budgets.
 """
 
 from __future__ import annotations
@@ -32,11 +35,11 @@ from sgs.prover.model_tactics import first_sentence, tactic_prompt
 from sgs.prover.steps import tactic_key
 from sgs.search.proposers import Proposal
 
-__all__ = ["Completion", "Drawn", "EngineProposer", "tactic_logprob"]
+__all__ = ["Drawn", "EngineProposer", "TacticAnswer", "TacticReader", "tactic_logprob"]
 
 
 class Drawn(Protocol):
-    """One completion as the proposer reads it."""
+    """One completion as the reader reads it."""
 
     text: str
     token_ids: Sequence[int]
@@ -44,17 +47,12 @@ class Drawn(Protocol):
 
 
 @dataclass(frozen=True)
-class Completion:
-    """A :class:`~sgs.machinery.engines.Sample` without what a search does not
-    need (the prompt's tokens): what crosses from the engines to a search actor."""
+class TacticAnswer:
+    """One model call's answer: the tactics best first, and what it cost."""
 
-    text: str
-    token_ids: tuple[int, ...]
-    logprobs: tuple[float, ...]
-
-    @classmethod
-    def of(cls, sample: Any) -> "Completion":
-        return cls(sample.text, tuple(sample.token_ids), tuple(sample.logprobs))
+    proposals: tuple[Proposal, ...]
+    samples: int
+    tokens: int
 
 
 def tactic_logprob(tokenizer: Any, completion: Drawn, tactic: str) -> float:
@@ -71,12 +69,34 @@ def tactic_logprob(tokenizer: Any, completion: Drawn, tactic: str) -> float:
     return sum(logprobs)
 
 
-class EngineProposer:
-    """``propose(state, k)`` from ``k`` sampled completions (module docstring)."""
+class TacticReader:
+    """The tactic prompt of a state, and a call's completions as ranked tactics (module docstring)."""
 
-    def __init__(self, draw: Callable[[str, int], Sequence[Drawn]], tokenizer: Any) -> None:
-        self.draw = draw
+    def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
+
+    def prompt(self, state: str) -> str:
+        return tactic_prompt(self.tokenizer, state)
+
+    def answer(self, completions: Sequence[Drawn]) -> TacticAnswer:
+        best: dict[str, Proposal] = {}
+        for completion in completions:
+            tactic = first_sentence(completion.text)
+            if not tactic:
+                continue
+            proposal = Proposal(tactic, tactic_logprob(self.tokenizer, completion, tactic))
+            key = tactic_key(tactic)
+            if key not in best or proposal.logprob > best[key].logprob:
+                best[key] = proposal
+        return TacticAnswer(tuple(sorted(best.values(), key=lambda p: -p.logprob)), len(completions),
+                            sum(len(c.token_ids) for c in completions))
+
+
+class EngineProposer:
+    """``propose(state, k)``: one model call, ``draw(state, k)`` (module docstring)."""
+
+    def __init__(self, draw: Callable[[str, int], TacticAnswer]) -> None:
+        self.draw = draw
         self.calls = 0
         self.samples = 0
         self.tokens = 0
@@ -88,17 +108,8 @@ class EngineProposer:
     def propose(self, state: str, k: int) -> list[Proposal]:
         if k < 1:
             return []
-        completions = self.draw(tactic_prompt(self.tokenizer, state), k)
+        answer = self.draw(state, k)
         self.calls += 1
-        self.samples += len(completions)
-        self.tokens += sum(len(c.token_ids) for c in completions)
-        best: dict[str, Proposal] = {}
-        for completion in completions:
-            tactic = first_sentence(completion.text)
-            if not tactic:
-                continue
-            proposal = Proposal(tactic, tactic_logprob(self.tokenizer, completion, tactic))
-            key = tactic_key(tactic)
-            if key not in best or proposal.logprob > best[key].logprob:
-                best[key] = proposal
-        return sorted(best.values(), key=lambda p: -p.logprob)
+        self.samples += answer.samples
+        self.tokens += answer.tokens
+        return list(answer.proposals)

@@ -12,7 +12,7 @@ The proposer is named, not passed (:class:`ProposerSpec`), because a model
 or a k-NN index is built inside the worker's process: the predictors of
 :data:`sgs.prover.accuracy.PREDICTORS`, or none (the finishers alone); or
 ``engine``: an :class:`~sgs.search.engine_proposer.EngineProposer` whose
-calls go to a handle with ``tactics(prompt, n)`` (a
+calls go to a handle with ``tactics(state, n)`` (a
 :class:`~sgs.search.engine_calls.TacticQueue` that a ``pump`` feeds to an
 engine group, or the service's engine deployment), so the model calls of all
 the workers are batched by the engines.  A search whose model call failed
@@ -44,10 +44,8 @@ class ProposerSpec:
     #: the corpus the predictor learns from (its training split) and the model's checkpoint
     corpus: Optional[str] = None
     checkpoint: str = "pkg://sgs/data/rocq_prover"
-    #: for :data:`ENGINE`: the handle whose ``tactics(prompt, n)`` samples, and the
-    #: engines' tokenizer (the prompt's chat template, the tokens' text)
+    #: for :data:`ENGINE`: the handle whose ``tactics(state, n)`` samples and ranks the tactics
     engine: Any = None
-    tokenizer: Optional[str] = None
 
 
 class _NoProposer:
@@ -55,16 +53,17 @@ class _NoProposer:
         return []
 
 
-def engine_draw(engine: Any) -> Callable[[str, int], list]:
-    """``draw(prompt, n)`` through ``engine.tactics``: an actor's (an object ref)
+def engine_draw(engine: Any) -> Callable[[str, int], Any]:
+    """``draw(state, n)`` through ``engine.tactics``: an actor's (an object ref)
     or a Ray Serve deployment's (a response, whose refusal is an object with a
     ``message``)."""
     from sgs.search.engine_calls import EngineCallError
+    from sgs.search.engine_proposer import TacticAnswer
 
-    def draw(prompt: str, n: int) -> list:
-        response = engine.tactics.remote(prompt, n)
+    def draw(state: str, n: int) -> TacticAnswer:
+        response = engine.tactics.remote(state, n)
         answer = ray.get(response) if isinstance(response, ray.ObjectRef) else response.result()
-        if not isinstance(answer, list):
+        if not isinstance(answer, TacticAnswer):
             raise EngineCallError(getattr(answer, "message", repr(answer)))
         return answer
     return draw
@@ -74,9 +73,8 @@ def build_proposer(spec: ProposerSpec):
     if spec.predictor is None:
         return _NoProposer()
     if spec.predictor == ENGINE:
-        from transformers import AutoTokenizer
         from sgs.search.engine_proposer import EngineProposer
-        return EngineProposer(engine_draw(spec.engine), AutoTokenizer.from_pretrained(spec.tokenizer))
+        return EngineProposer(engine_draw(spec.engine))
     from sgs.prover.accuracy import PREDICTORS
     from sgs.search.proposers import RankedProposer
     return RankedProposer(PREDICTORS[spec.predictor](Path(spec.corpus or "."), spec.checkpoint))

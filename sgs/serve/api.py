@@ -164,8 +164,7 @@ class ProverAPI:
         self._limits = settings.serve
         self._prompter = Prompter(settings.prover, AutoTokenizer.from_pretrained(settings.tokenizer))
         self._metrics = ServeMetrics()
-        self._searchers = (Searchers(engine, settings.tokenizer, settings.search)
-                           if settings.search is not None else None)
+        self._searchers = Searchers(engine, settings.search) if settings.search is not None else None
 
     @app.get("/health")
     async def health(self) -> JSONResponse:

@@ -64,7 +64,7 @@ def build_app(cfg: SGSConfig, weights: ServedWeights) -> Application:
     ).bind(res.engine_backend, weights.checkpoint, {"dtype": cfg.model.dtype},
            {"max_tokens": sampling.max_tokens, "temperature": sampling.temperature, "top_p": sampling.top_p},
            serve.max_batch_size, serve.batch_wait_timeout_s, weights.policy_version,
-           cfg.evaluation.search.tactic_max_tokens)
+           cfg.evaluation.search.tactic_max_tokens, weights.tokenizer)
     verifier = Verifier.options(
         # The replica only dispatches; its pool's worker actors reserve the CPUs.
         ray_actor_options={"num_cpus": 0},

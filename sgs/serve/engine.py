@@ -5,8 +5,10 @@
 ``generate(prompt, n)`` is batched with Ray Serve's ``@serve.batch``: the
 calls that arrive while a batch runs (from any requests, up to
 ``serve.max_batch_size``) run as one engine step, grouped by their n.
-``tactics(prompt, n)``, a search's model call (:mod:`sgs.search.engine_proposer`),
-is batched with them, its samples cut at ``tactic_max_tokens``.  The
+``tactics(state, n)``, a search's model call (:mod:`sgs.search.engine_proposer`),
+is batched with them on the state's tactic prompt, its samples cut at
+``tactic_max_tokens`` and answered as ranked tactics (the replica holds the
+tokenizer, so the search actors need none).  The
 step runs in a thread so the replica keeps answering health checks.  A call
 the engine refuses (a prompt longer than the model's context) is answered
 with :class:`Refusal` and does not fail the calls batched with it.
@@ -72,10 +74,14 @@ class SolverEngine:
 
     def __init__(self, backend: str, model_path: str, engine_options: dict[str, Any], sampling: dict[str, Any],
                  max_batch_size: int, batch_wait_timeout_s: float, policy_version: int,
-                 tactic_max_tokens: int = 64) -> None:
+                 tactic_max_tokens: int = 64, tokenizer: str | None = None) -> None:
         # Imported here, in the replica: the front imports this module and needs no torch.
-        from sgs.machinery.engines import build_engine
+        from transformers import AutoTokenizer
 
+        from sgs.machinery.engines import build_engine
+        from sgs.search.engine_proposer import TacticReader
+
+        self._reader = TacticReader(AutoTokenizer.from_pretrained(tokenizer or model_path))
         self._engine = build_engine(backend, model_path, policy_version=policy_version, **engine_options)
         self._sampling = sampling
         self._tactic_max_tokens = tactic_max_tokens
@@ -88,9 +94,11 @@ class SolverEngine:
         """``n`` samples for ``prompt``, run in one engine step with the calls batched beside it."""
         return await self._batch(prompt, n, None)
 
-    async def tactics(self, prompt: str, n: int) -> list[Drawn] | Refusal:
-        """``n`` tactics for a search's tactic prompt: samples of at most ``tactic_max_tokens``."""
-        return await self._batch(prompt, n, self._tactic_max_tokens)
+    async def tactics(self, state: str, n: int) -> Any:
+        """A search's model call: ``n`` samples of at most ``tactic_max_tokens`` on the tactic
+        prompt of ``state``, as a :class:`~sgs.search.engine_proposer.TacticAnswer` (or a Refusal)."""
+        drawn = await self._batch(self._reader.prompt(state), n, self._tactic_max_tokens)
+        return drawn if isinstance(drawn, Refusal) else self._reader.answer(drawn)
 
     def info(self) -> dict[str, Any]:
         """The engine library and its version, the weights and the sampling settings."""

@@ -45,14 +45,13 @@ class SearchOptions:
 class Searchers:
     """The front replica's search actors (module docstring)."""
 
-    def __init__(self, engine: Any, tokenizer: str, options: SearchOptions) -> None:
-        self._engine, self._tokenizer, self._options = engine, tokenizer, options
+    def __init__(self, engine: Any, options: SearchOptions) -> None:
+        self._engine, self._options = engine, options
         #: idle workers; None until the first search starts them
         self._idle: Optional[asyncio.Queue] = None
 
     def _start(self) -> Any:
-        return SearchWorker.remote(self._options.rocq_options,
-                                   ProposerSpec(ENGINE, engine=self._engine, tokenizer=self._tokenizer))
+        return SearchWorker.remote(self._options.rocq_options, ProposerSpec(ENGINE, engine=self._engine))
 
     async def search(self, task: ProofTask, seconds: float) -> Optional[dict]:
         """A worker's result (:meth:`SearchWorker.search`) within ``seconds``, or

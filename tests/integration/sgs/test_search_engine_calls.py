@@ -1,5 +1,6 @@
 """Many searches' model calls through one engine group (:mod:`sgs.search.engine_calls`):
-the real queue actor and pump, a scripted group in place of the engines."""
+the real queue actor and pump, a scripted group in place of the engines and a
+reader that shows what it was given (the real reader: tests/unit/sgs/search/test_engine_proposer.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import ray
 
 from sgs.machinery.engines import Sample, SamplingSettings
 from sgs.search.engine_calls import EngineCallError, EnginePump, TacticQueue
-from sgs.search.engine_proposer import Completion
+from sgs.search.engine_proposer import TacticAnswer
+from sgs.search.proposers import Proposal
 
 
 class ScriptedGroup:
@@ -39,6 +41,17 @@ class ScriptedGroup:
         return []
 
 
+class EchoReader:
+    """The prompt names the state; the answer lists the completions' texts in order."""
+
+    def prompt(self, state: str) -> str:
+        return f"prompt of {state}"
+
+    def answer(self, completions) -> TacticAnswer:
+        return TacticAnswer(tuple(Proposal(c.text, sum(c.logprobs)) for c in completions), len(completions),
+                            sum(len(c.token_ids) for c in completions))
+
+
 def pump_until(pump: EnginePump, refs: list, seconds: float = 30.0) -> None:
     deadline = time.monotonic() + seconds
     while ray.wait(refs, num_returns=len(refs), timeout=0)[1]:
@@ -51,7 +64,8 @@ def test_the_calls_of_many_searches_reach_the_engines_as_one_batch(ray_session):
     group = ScriptedGroup()
     queue = TacticQueue.remote(linger_s=0.3)
     try:
-        pump = EnginePump(group, queue, SamplingSettings(max_tokens=8, temperature=0.7), take_timeout_s=0.5)
+        pump = EnginePump(group, queue, SamplingSettings(max_tokens=8, temperature=0.7), EchoReader(),
+                          take_timeout_s=0.5)
         calls = [queue.tactics.remote(f"state {i}", 2) for i in range(3)] + [queue.tactics.remote("state 3", 1)]
         pump_until(pump, calls)
         answers = ray.get(calls)
@@ -60,9 +74,11 @@ def test_the_calls_of_many_searches_reach_the_engines_as_one_batch(ray_session):
     # One generate call per n, each with every prompt waiting; the settings are the pump's, n the call's.
     # (The actor takes concurrent calls in any order.)
     assert [(sorted(prompts), s.n, s.max_tokens, s.temperature) for prompts, s in group.submitted] == [
-        (["state 3"], 1, 8, 0.7), (["state 0", "state 1", "state 2"], 2, 8, 0.7)]
-    assert answers[1] == [Completion("state 1/0", (7, 2), (-0.5, -0.25)), Completion("state 1/1", (7, 2), (-0.5, -0.25))]
-    assert [a.text for a in answers[3]] == ["state 3/0"]
+        (["prompt of state 3"], 1, 8, 0.7),
+        (["prompt of state 0", "prompt of state 1", "prompt of state 2"], 2, 8, 0.7)]
+    assert answers[1] == TacticAnswer((Proposal("prompt of state 1/0", -0.75), Proposal("prompt of state 1/1", -0.75)),
+                                      samples=2, tokens=4)
+    assert [p.tactic for p in answers[3].proposals] == ["prompt of state 3/0"]
     assert (pump.calls, pump.chunks) == (4, 2)
 
 
@@ -70,7 +86,7 @@ def test_an_engine_error_fails_the_calls_in_flight_not_the_driver(ray_session):
     queue = TacticQueue.remote(linger_s=0.0)
     try:
         pump = EnginePump(ScriptedGroup(fail=ValueError("the prompt is longer than the model's context")), queue,
-                          SamplingSettings(), take_timeout_s=0.5)
+                          SamplingSettings(), EchoReader(), take_timeout_s=0.5)
         call = queue.tactics.remote("state", 2)
         pump_until(pump, [call])
         with pytest.raises(EngineCallError, match="engine call failed: ValueError: the prompt is longer"):
