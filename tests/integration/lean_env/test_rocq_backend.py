@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 
+import psutil
 import pytest
 
 from lean_env.rocq import RocqBackend, RocqConfig, RocqConfigError
@@ -46,6 +47,24 @@ def own_backend(coqtop):
     yield make
     for b in made:
         b.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by process ``pid`` and its descendants (a session's coqtop may run
+    under a confinement prefix)."""
+    total = 0.0
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return total
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
 
 
 def check(backend: RocqBackend, statement: str, proof: str, header: str = HEADER):
@@ -360,11 +379,17 @@ def test_a_session_killed_mid_check_is_retried_on_a_fresh_one(own_backend):
     assert check(b, "Theorem t : True.", "Proof. exact I. Qed.").valid   # header loaded, spare started
     pid = b.pid
     verdicts = []
-    # about ten seconds of work, so the kill lands while coqtop is busy
-    slow = task("Theorem t : True.", "Proof. do 60000000 idtac. exact I. Qed.")
+    # A few seconds of work (an idtac takes about 0.5 us here), killed as soon as the session is seen
+    # busy on it rather than after a fixed sleep: the fresh session runs it again in full, so sixty
+    # million of them (a kill after 1 s) cost about 30 CPU-seconds.
+    slow = task("Theorem t : True.", "Proof. do 5000000 idtac. exact I. Qed.")
+    idle = cpu_seconds(pid)
     worker = threading.Thread(target=lambda: verdicts.append(b.check_proof(slow, 300)))
     worker.start()
-    time.sleep(1.0)
+    deadline = time.monotonic() + 120
+    while cpu_seconds(pid) < idle + 0.1:
+        assert worker.is_alive() and time.monotonic() < deadline, "the slow check never kept the session busy"
+        time.sleep(0.01)
     os.kill(pid, signal.SIGKILL)
     worker.join()
     assert verdicts[0].status is Status.VALID, verdicts[0]
