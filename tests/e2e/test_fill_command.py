@@ -150,16 +150,21 @@ Proof. hauto. exact I. Qed.
 @pytest.mark.parametrize("case, flags, complaint", [
     ("not a project", (), "is not a Rocq project: it has no _CoqProject, Make or dune-project file"),
     ("does not build", (), "does not build (1 of 1 files failed): A.v: line 4: Error"),
+    ("dune project that does not build", (), "does not build (1 of 1 files failed): A.v: line 4: Error"),
     ("no admitted lemma", (), "has no admitted lemma"),
     ("unknown name", ("--names", "double,nope"), "--names: no admitted lemma named nope"),
     ("read-only folder", ("--write",), "is read-only"),
 ])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, require_rocq, case, flags, complaint):
-    files = {"not a project": {}, "does not build": {"A.v": "Lemma a : True.\nAdmitted.\nLemma x : True.\nProof. exact I Qed.\n"},
+    broken = {"A.v": "Lemma a : True.\nAdmitted.\nLemma x : True.\nProof. exact I Qed.\n"}
+    files = {"not a project": {}, "does not build": broken, "dune project that does not build": broken,
              "no admitted lemma": {"A.v": "Lemma x : True.\nProof. exact I. Qed.\n"}}.get(case, {"A.v": A})
     project = make_project(tmp_path / "project", files)
-    if case == "not a project":
+    if case in ("not a project", "dune project that does not build"):
         (project / "_CoqProject").unlink()
+    if case == "dune project that does not build":
+        (project / "dune-project").write_text("(lang dune 3.0)\n(using coq 0.6)\n")
+        (project / "dune").write_text("(coq.theory (name Fill))\n")
     if case == "read-only folder":
         os.chmod(project, 0o555)
     before = sorted(p.name for p in project.iterdir())
