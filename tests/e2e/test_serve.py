@@ -250,7 +250,7 @@ def test_metrics_and_request_logs_are_written(server):
         missing = {name for name in names if name not in text}
     assert not missing, missing
     log = server.log.read_text()
-    assert re.search(r"sgs-serve /prove 200 \d+\.\d+s attempts=8 found=True", log)
+    assert re.search(r"sgs-serve /prove 200 \d+\.\d+s mode=sample attempts=8 found=True proved_by=sample", log)
     assert re.search(r"sgs-serve /prove 400 \d+\.\d+s error=\"unknown prover 'hol'", log)
 
 
