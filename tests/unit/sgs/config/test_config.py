@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -177,30 +174,6 @@ def test_explicit_target_source_overrides_the_provers_default(tmp_path):
 def test_cluster_takes_the_address_from_ray_address(monkeypatch):
     monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
     assert C.validate(compose_cfg("resources=cluster")).resources.ray_address == "ray://head:10001"
-
-
-def test_multirun_jobs_get_distinct_run_dirs(tmp_path):
-    app = tmp_path / "app.py"
-    app.write_text(textwrap.dedent(f"""
-        import hydra
-        from sgs import config as C
-
-        @hydra.main(version_base="1.3", config_path={str(C.CONFIG_DIR)!r}, config_name="config")
-        def main(cfg):
-            print("RUN_DIR", C.validate(cfg).run_dir)
-
-        main()
-    """))
-    result = subprocess.run(
-        [sys.executable, str(app), "-m", f"run_dir={tmp_path / 'sweep'}",
-         "+experiment=no_guide,ei_solver_only", "model=tiny", "prover=rocq", "resources=local_cpu"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(C.CONFIG_DIR.parent)},
-    )
-    assert result.returncode == 0, result.stderr
-    run_dirs = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("RUN_DIR")]
-    assert run_dirs == [str(tmp_path / "sweep" / "0"), str(tmp_path / "sweep" / "1")]
-    assert all((Path(d) / ".hydra" / "config.yaml").is_file() for d in run_dirs)
 
 
 # --------------------------------------------------------------------------
