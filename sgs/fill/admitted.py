@@ -27,13 +27,12 @@ import re
 from dataclasses import dataclass
 
 from lean_env.rocq.checks import RocqTextError, split_sentences
-from sgs.state.rocq_declarations import find_declarations, project_axioms
+from sgs.state.rocq_declarations import IDENT, find_declarations, project_axioms
 
 __all__ = ["FillTarget", "NotFillable", "find_admitted", "allowed_names", "written_proof"]
 
-_IDENT = r"[^\W\d][\w']*"
 #: ``Proof using`` clauses whose generalisation this module can state: names, ``Type``, ``All``
-_SIMPLE_USING = re.compile(rf"(?:{_IDENT}\s*)+")
+_SIMPLE_USING = re.compile(rf"(?:{IDENT}\s*)+")
 
 
 @dataclass(frozen=True)
@@ -142,7 +141,7 @@ def allowed_names(files: dict[str, tuple[str, str]], targets: list[FillTarget]) 
         qualified(target.id)
     # a functor's parameters, whose fields a header declares with Declare Module
     parameters = {match for target in targets
-                  for match in re.findall(rf"^Declare Module ({_IDENT}) :", target.header, re.M)}
+                  for match in re.findall(rf"^Declare Module ({IDENT}) :", target.header, re.M)}
     for module, text in files.values():
         try:
             axioms = project_axioms(text)

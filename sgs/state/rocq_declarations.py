@@ -56,7 +56,8 @@ _LOCALITY = frozenset({"Local", "Global", "Polymorphic", "Monomorphic", "Cumulat
 _SECTION_VARIABLES = frozenset({"Variable", "Variables", "Hypothesis", "Hypotheses", "Context", "Let"})
 #: what declares an axiom or parameter (``--allow-project-axioms``); ``Conjecture`` is a claim, not one
 _AXIOM_KEYWORDS = frozenset({"Axiom", "Axioms", "Parameter", "Parameters"})
-_IDENT = r"[^\W\d][\w']*"
+#: a Rocq identifier (no dots); sgs.fill reads Proof using clauses with it too
+IDENT = r"[^\W\d][\w']*"
 _PROOF_END = re.compile(r"(Qed|Defined|Admitted|Abort|Save)\b")
 
 
@@ -215,7 +216,7 @@ def project_axioms(text: str) -> set[str]:
         # "Axiom a b : T." or "Parameters (a : A) (b : B)."
         groups = re.findall(r"\(([^():]*):", rest) if rest.lstrip().startswith("(") else [rest.split(":")[0]]
         for group in groups:
-            names.update(re.findall(_IDENT, group))
+            names.update(re.findall(IDENT, group))
     names.discard("Inline")
     return names
 
@@ -240,7 +241,7 @@ def _in_context(text: str, blocks: list[_Block], declaration: Declaration) -> De
     # the sections' hints end with them: those about no variable of theirs are given again
     variables = {name for block in blocks for binder in block.binders for name in binder.names}
     hints = [hint for block in blocks for hint in block.hints
-             if not set(re.findall(_IDENT, hint)) & variables]
+             if not set(re.findall(IDENT, hint)) & variables]
     header = "".join(pieces).rstrip() + "\n" + "\n".join(closing + imports + hints) + "\n"
     groups = [binder for block in blocks for binder in block.binders]
     implicit = {name: typ for block in blocks for name, typ in block.implicit_types.items()}
@@ -291,18 +292,18 @@ def _binder_choices(groups: list[_Binder], text: str) -> list[str]:
                 names = group.names if not group.bracket else tuple(n for n in group.names if n in used)
                 if names and names != kept.get(i):
                     kept[i] = names
-                    used |= set(re.findall(_IDENT, group.type))
+                    used |= set(re.findall(IDENT, group.type))
                     changed = True
 
     def binders() -> str:
         return " ".join(group.text(kept[i]) for i, group in enumerate(groups) if i in kept)
 
-    used = set(re.findall(_IDENT, text))
+    used = set(re.findall(IDENT, text))
     close(used)
     choices = [binders()]
     named = {name for names in kept.values() for name in names}
     about = [group for group in groups
-             if (mentioned := set(re.findall(_IDENT, group.type)) & variables) and mentioned <= named]
+             if (mentioned := set(re.findall(IDENT, group.type)) & variables) and mentioned <= named]
     close(used | {name for group in about for name in group.names})
     choices.append(binders())
     choices.append(" ".join(group.text() for group in groups))
@@ -343,7 +344,7 @@ def _module_block(code: str, sentence: Sentence) -> _Block:
     """The block a ``Module [Import|Export] [Type] Name (X : T)... [<: S | : S].``
     sentence opens; a functor's or module type's opener is replaced by its
     parameters, declared at the top level."""
-    match = re.match(rf"Module\s+(?:(Import|Export)\s+)?(Type\s+)?({_IDENT})\s*(.*?)\s*\.\s*$", code, re.S)
+    match = re.match(rf"Module\s+(?:(Import|Export)\s+)?(Type\s+)?({IDENT})\s*(.*?)\s*\.\s*$", code, re.S)
     if match is None:
         return _Block("module", "?", sentence, unsupported="a module opening this tracer cannot read")
     name, rest = match.group(3), match.group(4)
@@ -395,7 +396,7 @@ def _typed_binders(statement: str, implicit: dict[str, str]) -> str:
     def typed(names: str) -> str:
         out = []
         for token in re.split(r"(\s+)", names):
-            base = re.fullmatch(rf"({_IDENT}?)[0-9']*", token)
+            base = re.fullmatch(rf"({IDENT}?)[0-9']*", token)
             stem = base.group(1).rstrip("0123456789'") if base else ""
             name = token if token in implicit else stem if stem in implicit else None
             out.append(f"({token} : {implicit[name]})" if name and token and not token.isspace() else token)
@@ -423,7 +424,7 @@ def _typed_binders(statement: str, implicit: dict[str, str]) -> str:
     out.append(statement[position:])
     statement = "".join(out)
     # the statement's own binders before its colon
-    named = re.match(rf"\s*{_IDENT}\s+{_IDENT}", statement)
+    named = re.match(rf"\s*{IDENT}\s+{IDENT}", statement)
     depth, colon = 0, None
     for i in range(named.end() if named else len(statement), len(statement)):
         char = statement[i]
@@ -444,7 +445,7 @@ def _section_binders(keyword: str, code: str) -> tuple[list[_Binder] | None, str
     rest = code.strip()[len(keyword):].strip()
     rest = rest[:-1].strip() if rest.endswith(".") else rest
     if keyword == "Let":
-        let = re.fullmatch(rf"({_IDENT})\s*(?::(?!=)(.*?))?:=(.*)", rest, re.S)
+        let = re.fullmatch(rf"({IDENT})\s*(?::(?!=)(.*?))?:=(.*)", rest, re.S)
         if let is None:
             # a Let proved by tactics is a local lemma, and one with parameters a local function:
             # neither is a binder, and as a hypothesis it would weaken the statement
@@ -452,14 +453,14 @@ def _section_binders(keyword: str, code: str) -> tuple[list[_Binder] | None, str
         typed = f": {' '.join(let.group(2).split())} " if let.group(2) else ""
         return [_Binder((let.group(1),), f"{typed}:= {' '.join(let.group(3).split())}", let=True)], ""
     if keyword == "Context" or rest[:1] in ("[", "`"):
-        return [_Binder(tuple(re.findall(_IDENT, rest.split(":")[0])), " ".join(rest.split()), bracket="")], ""
+        return [_Binder(tuple(re.findall(IDENT, rest.split(":")[0])), " ".join(rest.split()), bracket="")], ""
     if rest[:1] not in ("(", "{"):
         rest = f"({rest})"
     groups = []
     for bracket, inside in re.findall(r"([({])([^(){}]*(?:\([^()]*\)[^(){}]*)*)[)}]", rest):
         names, colon, typ = inside.partition(":")
         if not colon or not names.split():
-            return [_Binder(tuple(re.findall(_IDENT, rest)), " ".join(rest.split()), bracket="")], ""
+            return [_Binder(tuple(re.findall(IDENT, rest)), " ".join(rest.split()), bracket="")], ""
         groups.append(_Binder(tuple(names.split()), " ".join(typ.split()), bracket))
     return groups, ""
 
