@@ -50,9 +50,9 @@ proof-rate: setup
 	    [ -s runs/targets/$$name.jsonl ] || $(PY) tools/trace_rocq_targets.py $$project \
 	        --out runs/targets/$$name.jsonl || exit 2; done
 	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs.prover proof-rate --stdlib-test $(CORPUS_DIR) \
-	    --limit 50 $$(for f in runs/targets/*.jsonl; do echo --targets $$(basename $$f .jsonl)=$$f; done) \
+	    --limit 50 $$(for project in $(ROCQ_PROJECTS)/*/; do name=$$(basename $$project); echo --targets $$name=runs/targets/$$name.jsonl; done) \
 	    --corpus $(CORPUS_DIR) --seconds $(PROOF_RATE_SECONDS) --workers 2 \
-	    --provers automation,sauto,search-knn,search,search-no-finishers --out runs/proof_rate_$(PROOF_RATE_SECONDS)s
+	    --provers automation,sauto,search,search-no-finishers,search-knn,search-value --out runs/proof_rate_$(PROOF_RATE_SECONDS)s
 
 # the suite on TEST_WORKERS pytest-xdist workers, a test file per worker at a
 # time; every test but the few marked `full` (what CI runs, under 30 minutes)

@@ -10,9 +10,11 @@ The provers (:data:`PROVERS`): the learning-free baselines of
 tactic-level searches (:mod:`sgs.search`, best-first, one Ray actor per
 search) proposing with the trained model (``--checkpoint``, default the
 shipped prover) or the k-NN learner (built from ``--corpus``'s training
-split), with or without the symbolic finishers.  Searches load CoqHammer's
-tactics after each target's header so that ``sauto`` can finish (the
-checker refuses the library where it would change the statement).
+split), with or without the symbolic finishers; and whole-proof sampling
+from the same model for the same time (``sample``, :mod:`sgs.prover.sampling`).
+Searches and sampling load CoqHammer's tactics after each target's header so
+that ``sauto`` can finish (the checker refuses the library where it would
+change the statement).
 
 Target groups: the standard library's held-out files (``--stdlib-test
 CORPUS``: the corpus's test-split theorems whose self-contained case plain
@@ -42,8 +44,8 @@ from sgs.prover.baselines import BASELINES, HAMMER_TACTICS, Baseline, baseline_t
 from sgs.prover.steps import load_theorems
 from sgs.search.settings import ROCQ_FINISHERS, SearchSettings
 
-__all__ = ["SearchProver", "PROVERS", "stdlib_test_targets", "project_targets", "run_baseline", "run_search",
-           "summarize", "main"]
+__all__ = ["SearchProver", "SamplingProver", "PROVERS", "stdlib_test_targets", "project_targets", "run_baseline",
+           "run_search", "run_sampling", "summarize", "main"]
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,17 @@ class SearchProver:
         return self.predictor == "knn" or self.score != "logprob"
 
 
+@dataclass(frozen=True)
+class SamplingProver:
+    """Whole-proof sampling from the model for the same time (:mod:`sgs.prover.sampling`)."""
+
+    samples_per_round: int = 8
+    description: str = ""
+    needs_corpus = False
+
+
 #: every prover the comparison knows, by name
-PROVERS: dict[str, Baseline | SearchProver] = {
+PROVERS: dict[str, Baseline | SearchProver | SamplingProver] = {
     **BASELINES,
     "search": SearchProver("model", ROCQ_FINISHERS, "best-first search, the trained model proposing, finishers"),
     "search-no-finishers": SearchProver("model", (), "the same search without the finishers"),
@@ -71,6 +82,7 @@ PROVERS: dict[str, Baseline | SearchProver] = {
                                  "logprob+value"),
     "search-knn-value": SearchProver("knn", ROCQ_FINISHERS, "the k-NN's search, states ranked by log-prob + value",
                                      "logprob+value"),
+    "sample": SamplingProver(8, "whole proofs sampled from the model, 8 a round, checked until one is valid"),
 }
 
 
@@ -165,6 +177,22 @@ def run_search(prover: SearchProver, targets: Sequence[ProofTask], *, seconds: f
     search_all(targets, settings=settings, proposer=spec,
                rocq_options={**(rocq_options or {}), "tactic_libraries": (HAMMER_TACTICS,)},
                workers=workers, record=done, forbidden=forbidden, score=prover.score)
+
+
+def run_sampling(prover: SamplingProver, targets: Sequence[ProofTask], *, seconds: float, workers: int,
+                 checkpoint: str, record, forbidden: Optional[dict[str, frozenset[str]]] = None,
+                 rocq_options: Optional[dict] = None) -> None:
+    """Sample whole proofs for every target for ``seconds`` each on ``workers`` Ray actors;
+    ``record`` as :func:`run_baseline`'s (CoqHammer's tactics loaded as for the searches)."""
+    from sgs.prover.sampling import SamplingPlan, sample_all
+
+    def done(target: ProofTask, result: dict) -> None:
+        status = result["verdict"]["status"] if result["verdict"] else f"not_found:{result['stop']}"
+        record(target, result["proof"], result["stats"].get("seconds", 0.0), {status: 1})
+
+    sample_all(targets, plan=SamplingPlan(seconds, prover.samples_per_round), checkpoint=checkpoint,
+               rocq_options={**(rocq_options or {}), "tactic_libraries": (HAMMER_TACTICS,)},
+               workers=workers, record=done, forbidden=forbidden)
 
 
 def summarize(rows: Sequence[dict]) -> dict[str, dict[str, dict]]:
@@ -294,6 +322,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 entry, tasks = PROVERS[prover], [t for _, t in todo]
                 if isinstance(entry, Baseline):
                     run_baseline(entry, tasks, seconds=args.seconds, workers=args.workers, record=record)
+                elif isinstance(entry, SamplingProver):
+                    run_sampling(entry, tasks, seconds=args.seconds, workers=args.workers,
+                                 checkpoint=args.checkpoint, record=record, forbidden=forbidden)
                 else:
                     run_search(entry, tasks, seconds=args.seconds, workers=args.workers, corpus=args.corpus,
                                checkpoint=args.checkpoint, record=record, forbidden=forbidden,

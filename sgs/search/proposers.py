@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
-__all__ = ["Proposal", "Proposer", "Predictor", "RankedProposer", "FixedTactics", "WithoutNames"]
+__all__ = ["Proposal", "Proposer", "Predictor", "RankedProposer", "FixedTactics", "WithoutNames", "names_any"]
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,11 @@ class WithoutNames:
     def __init__(self, proposer: Proposer, names: frozenset[str]) -> None:
         self.proposer, self.names = proposer, names
 
-    def mentions(self, tactic: str) -> bool:
-        from sgs.corpus.rocq_text import tactic_identifiers
-        return any(word.rpartition(".")[2] in self.names for word in tactic_identifiers(tactic))
-
     def propose(self, state: str, k: int) -> list[Proposal]:
-        return [p for p in self.proposer.propose(state, k) if not self.mentions(p.tactic)]
+        return [p for p in self.proposer.propose(state, k) if not names_any(p.tactic, self.names)]
+
+
+def names_any(text: str, names: frozenset[str]) -> bool:
+    """Whether Rocq ``text`` (a tactic, a proof) mentions one of ``names``, qualified or not."""
+    from sgs.corpus.rocq_text import tactic_identifiers
+    return bool(names) and any(word.rpartition(".")[2] in names for word in tactic_identifiers(text))

@@ -30,7 +30,7 @@ import ray
 from lean_env.verdict import ProofTask
 from sgs.search.settings import SearchSettings
 
-__all__ = ["ENGINE", "ProposerSpec", "SearchWorker", "search_all"]
+__all__ = ["ENGINE", "ProposerSpec", "SearchWorker", "search_all", "drive_actors", "failed"]
 
 #: the :attr:`ProposerSpec.predictor` of tactics sampled through the engines
 ENGINE = "engine"
@@ -135,13 +135,19 @@ def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer
     :class:`~sgs.search.engine_calls.EnginePump` to drive while waiting (the
     workers' model calls)."""
     forbidden = forbidden or {}
+    drive_actors(tasks, start=lambda: SearchWorker.remote(rocq_options, proposer),
+                 submit=lambda worker, task: worker.search.remote(
+                     task, settings, strategy, forbidden.get(task.id, frozenset()), score),
+                 workers=workers, record=record, pump=pump, what="search")
 
-    def start() -> ray.actor.ActorHandle:
-        return SearchWorker.remote(rocq_options, proposer)
 
-    def submit(worker: ray.actor.ActorHandle, task: ProofTask) -> ray.ObjectRef:
-        return worker.search.remote(task, settings, strategy, forbidden.get(task.id, frozenset()), score)
-
+def drive_actors(tasks: Sequence[ProofTask], *, start: Callable[[], Any], submit: Callable[[Any, ProofTask], Any],
+                 workers: int, record: Callable[[ProofTask, dict], None], pump: Any = None,
+                 what: str = "attempt") -> None:
+    """Keep ``workers`` actors (each from ``start()``) busy with ``submit(actor, task)``
+    until every task is done, calling ``record(task, result)`` as each ends.  A
+    dead actor is replaced and its task recorded as a :func:`failed` one (never
+    retried); a call that raised leaves its actor in place."""
     pool = [start() for _ in range(max(1, min(workers, len(tasks))))]
     queue = list(tasks)
     running: dict[ray.ObjectRef, tuple[int, ProofTask]] = {}
@@ -159,14 +165,13 @@ def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer
         try:
             result = ray.get(ready[0])
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as error:
-            result = failed(task, f"search worker died: {type(error).__name__}")
+            result = failed(task, f"{what} worker died: {type(error).__name__}")
             pool[index] = start()
-        except ray.exceptions.RayTaskError as error:  # the search raised (a model call failed); the worker lives
-            result = failed(task, f"search failed: {type(error.cause).__name__}: {error.cause}"[:500])
+        except ray.exceptions.RayTaskError as error:  # the call raised (a model call failed); the worker lives
+            result = failed(task, f"{what} failed: {type(error.cause).__name__}: {error.cause}"[:500])
         record(task, result)
         if queue:
             task = queue.pop(0)
             running[submit(pool[index], task)] = (index, task)
     for actor in pool:
         ray.kill(actor)
-

@@ -87,3 +87,17 @@ def test_a_directory_holds_one_budget(tmp_path):
     targets.write_text(json.dumps(TARGETS[0]) + "\n")
     run = _run("--targets", f"g={targets}", "--provers", "automation", "--seconds", "60", "--out", str(out))
     assert run.returncode == 2 and "one directory, one budget" in run.stderr
+
+
+def test_whole_proof_sampling_runs_the_shipped_model_for_the_same_time(tmp_path):
+    targets = tmp_path / "targets.jsonl"
+    targets.write_text(json.dumps(TARGETS[0]) + "\n")
+    out = tmp_path / "out"
+    run = _run("--targets", f"tiny={targets}", "--provers", "sample", "--seconds", "40", "--workers", "1",
+               "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    [row] = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert row["prover"] == "sample" and row["seconds"] <= 40 + 5
+    # seeded by the target: the shipped prover writes a valid proof of n + 0 = n in its first round
+    assert row["proved"] and row["statuses"] == {"valid": 1}, row
+    assert row["proof"].startswith("Proof.") and row["proof"].endswith("Qed.")
