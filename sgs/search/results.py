@@ -62,6 +62,8 @@ class SearchResult:
     stop: str
     #: the path the prover completed (empty unless ``completed``), and the proof sent to the re-check
     tactics: tuple[str, ...] = ()
+    #: the proof state (:func:`sgs.prover.steps.proof_state`) each of ``tactics`` was run on
+    states: tuple[str, ...] = ()
     proof: str = ""
     #: the whole-proof re-check of ``proof``: the final word (a search bug is never a reward)
     verdict: Optional[Verdict] = None

@@ -61,6 +61,8 @@ class Node:
     logprob: float
     #: digest of the state's :func:`proof_state`
     key: bytes
+    #: the goals each tactic of ``tactics`` was run on, root first (a found proof's steps)
+    states: tuple[str, ...] = ()
 
     @property
     def depth(self) -> int:
@@ -92,9 +94,10 @@ class Run:
         self.prover, self.proposer, self.settings = prover, proposer, settings
         self.stats = SearchStats()
         self.seen: set[bytes] = set()
-        #: why the search stopped ("" while it goes on), and the completed path
+        #: why the search stopped ("" while it goes on), the completed path and the goals of its steps
         self.stop = ""
         self.found: Optional[tuple[str, ...]] = None
+        self.found_states: tuple[str, ...] = ()
         self.messages: tuple[str, ...] = ()
         self.started = time.monotonic()
         self.deadline = self.started + settings.lemma_seconds
@@ -154,6 +157,7 @@ class Run:
                 break
             if outcome.kind == "completed":
                 self.stop, self.found = "completed", node.tactics + (tactic,)
+                self.found_states = node.states + (node.goals,)
                 return []
             if outcome.kind != "progress":
                 self.stats.errors += outcome.kind == "error"
@@ -166,7 +170,8 @@ class Run:
                 self.stats.repeated += 1
             else:
                 self.seen.add(key)
-                child = Node(outcome.handle, outcome.goals, node.tactics + (tactic,), node.logprob + logprob, key)
+                child = Node(outcome.handle, outcome.goals, node.tactics + (tactic,), node.logprob + logprob, key,
+                             node.states + (node.goals,))
                 if child.depth < self.settings.max_depth:
                     children.append(child)
         return children
@@ -290,6 +295,7 @@ def search(problem: ProofTask, prover: Prover, proposer: Proposer, settings: Sea
     result = SearchResult(problem.id, strategy, run.stop, messages=run.messages, stats=run.stats)
     if run.found is not None:
         result.tactics = run.found
+        result.states = tuple(proof_state(goals) for goals in run.found_states)
         result.proof = prover.proof_text(run.found)
         started = time.monotonic()
         result.verdict = (verify or prover.check)(dataclasses.replace(problem, proof=result.proof),

@@ -107,8 +107,11 @@ class SearchWorker:
         before = self._counts()
         result = search(task, self._prover, proposer, settings, strategy=strategy, score=self._scores[score])
         verdict = result.verdict
+        # The path's steps (the tactics and the states they were run on) whenever one was found:
+        # self-play trains on those of the proofs its verifier pool accepts.
         return {"target": task.id, "proved": result.proved, "found": result.found, "stop": result.stop,
                 "proof": result.proof if result.proved else None,
+                "tactics": list(result.tactics), "states": list(result.states),
                 "verdict": None if verdict is None else {"status": verdict.status.value, "reason": verdict.reason},
                 "stats": result.stats.as_dict(),
                 "generation": {key: count - before[key] for key, count in self._counts().items()}}
@@ -122,7 +125,8 @@ class SearchWorker:
 def failed(task: ProofTask, reason: str) -> dict:
     """The result of a search that the machinery ended (never a failed proof)."""
     return {"target": task.id, "proved": False, "found": False, "stop": "system_error", "proof": None,
-            "verdict": {"status": "system_error", "reason": reason}, "stats": {}, "generation": {}}
+            "tactics": [], "states": [], "verdict": {"status": "system_error", "reason": reason}, "stats": {},
+            "generation": {}}
 
 
 def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer: ProposerSpec,
