@@ -190,6 +190,9 @@ register(Objective("ei", weighted_nll, replay=select_expert_iteration, sample_ta
 register(Objective("none", None))
 #: The Conjecturer's objective (a config chooses only the Solver's).
 CONJECTURER_OBJECTIVE = register(Objective("conjecturer", conjecturer_nll)).name
+#: The Solver's in search mode (``solver.mode=search``): the tactic steps of its found proofs,
+#: reward-weighted NLL whatever the Solver objective that chose them (``sgs.loop.search_steps``).
+STEP_OBJECTIVE = register(Objective("search_steps", weighted_nll)).name
 
 
 def trained_roles(method: MethodConfig) -> list[str]:
