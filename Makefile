@@ -3,7 +3,7 @@
 #   make test   set everything up, then run the test suite
 PY := .venv/bin/python
 
-.PHONY: setup demo test test-full test-fast test-unit verify-sample corpus prover proof-rate bench bench-quick gpu-check ablation long-horizon long-horizon-levers clean
+.PHONY: setup demo test test-full test-fast test-unit verify-sample corpus prover proof-rate fill-compare bench bench-quick gpu-check ablation long-horizon long-horizon-levers clean
 
 setup:
 	bash tools/setup.sh
@@ -53,6 +53,17 @@ proof-rate: setup
 	    --limit 50 $$(for project in $(ROCQ_PROJECTS)/*/; do name=$$(basename $$project); echo --targets $$name=runs/targets/$$name.jsonl; done) \
 	    --corpus $(CORPUS_DIR) --seconds $(PROOF_RATE_SECONDS) --workers 2 \
 	    --provers automation,sauto,search,search-no-finishers,search-knn,search-value --out runs/proof_rate_$(PROOF_RATE_SECONDS)s
+
+# issue 46's comparison (not in CI): a seeded 25% of each shared project's traced lemmas
+# admitted in a copy, then sgs.fill's arms (a) baselines, (b) the shipped prover, (c)
+# supervised, (d) SGS, (e) RL-only adaptation, (k) the k-NN, two seeds where they sample or
+# train; resumable (results appended per project/arm/seed; a rerun skips what is done);
+# the table in runs/fill_compare/table.md.  Its duration: docs/fill.md, "Does learning pay"
+FILL_COMPARE_DIR ?= runs/fill_compare
+FILL_COMPARE_ARGS ?=
+fill-compare: setup
+	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs.fill.compare --out $(FILL_COMPARE_DIR) \
+	    --projects $(ROCQ_PROJECTS) $(FILL_COMPARE_ARGS)
 
 # the suite on TEST_WORKERS pytest-xdist workers, a test file per worker at a
 # time; every test but the few marked `full` (what CI runs, under 30 minutes)

@@ -2,6 +2,8 @@
 
     python -m sgs.fill PROJECT_DIR [--out report.jsonl] [--time-per-lemma 60] [--workers 2]
         [--write] [--admits] [--names a,b] [--proposer auto|knn|model] [--build-dir DIR]
+        [--adapt ITERATIONS [--adapt-minutes M] [--adapt-method sgs|rl|supervised] [--adapt-set KEY=VALUE]
+         [--adapt-cache DIR]] [--rounds automation,sauto,sample,search] [--seed N]
 
 Finds every lemma whose proof is ``Admitted.`` (:mod:`sgs.fill.admitted`)
 in a ``_CoqProject``, ``Make`` or dune project (:mod:`sgs.fill.project`),
@@ -11,13 +13,18 @@ seconds, re-checks every proof found with the verifier pool, and writes one
 JSON line per lemma to ``--out`` and a readable ``.md`` beside it
 (:mod:`sgs.fill.report`); the last line on stdout is ``proved N of M ...``.
 ``--write`` puts the proofs into the files only when the whole project then
-builds (:mod:`sgs.fill.write`).  docs/fill.md has the details.
+builds (:mod:`sgs.fill.write`).  ``--adapt ITERATIONS`` first learns the
+project (:mod:`sgs.fill.adapt`: supervised steps on its proofs, then
+self-play on its lemmas), and the model proposes from the adapted
+checkpoint.  docs/fill.md has the details.
 
 Exit status: 0 done; 1 ``--write`` refused because the project does not
 build with the proofs (the report says why; no file changed); 2 bad input,
 one line on stderr naming it, nothing written: not a project, a project that
 does not build, no admitted lemma, a source that changed during the run, a
-folder ``--write`` cannot write, a bad command line.
+folder ``--write`` cannot write, an ``--adapt`` cache folder that cannot be
+written, self-play settings ``python -m sgs`` refuses, a bad command line;
+3 the adaptation failed (its log says why; a rerun resumes it).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import json
 import logging
 import os
 import shlex
@@ -37,9 +45,11 @@ from lean_env.rocq.checks import RocqTextError
 from lean_env.rocq.config import RocqConfigError
 from lean_env.rocq.load_path import to_json
 from lean_env.verdict import ProofTask, Status
+from sgs.fill.adapt import ADAPT_METHODS, AdaptError, AdaptInputError, AdaptSettings, adapt, cache_root, check_cache
 from sgs.fill.admitted import FillTarget, NotFillable, allowed_names, find_admitted, written_proof
 from sgs.fill.project import find_project, source_hashes
-from sgs.fill.report import Row, jsonl, markdown, summary_line
+from sgs.fill.attempts import ROUNDS, attempt_all, recheck_all
+from sgs.fill.report import Row, counts, jsonl, markdown, summary_line
 from sgs.fill.write import Edit, WriteError, build_written, check_writable, replace_files
 from sgs.state.files import atomic_write
 from sgs.state.rocq_project import BuildError, Project, ProjectError, build, default_build_dir
@@ -47,6 +57,7 @@ from sgs.state.rocq_trace import build_load_path
 
 EXIT_WRITE_REFUSED = 1
 EXIT_USAGE = 2
+EXIT_ADAPT_FAILED = 3
 
 
 class UsageError(Exception):
@@ -76,14 +87,60 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--checkpoint", default="pkg://sgs/data/rocq_prover", help="the model (--proposer model)")
     parser.add_argument("--build-dir", type=Path, help="where to build (default: ~/.cache/sgs/rocq_projects/...)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel make jobs (default 2)")
+    parser.add_argument("--rounds", default=",".join(ROUNDS),
+                        help=f"the rounds to run, of {', '.join(ROUNDS)} (default all; sample runs with the model)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the samples and of --adapt's training")
+    group = parser.add_argument_group("learning the project first (docs/fill.md)")
+    group.add_argument("--adapt", type=int, metavar="ITERATIONS",
+                       help="fine-tune the model on the project's proofs, then ITERATIONS of self-play on its lemmas; "
+                            "the adapted checkpoint is cached and reused")
+    group.add_argument("--adapt-minutes", type=float, help="CPU-minutes of the supervised stage (default 5)")
+    group.add_argument("--adapt-method", choices=tuple(ADAPT_METHODS),
+                       help="the self-play: " + "; ".join(f"{k}: {m.description}" for k, m in ADAPT_METHODS.items())
+                            + " (default sgs)")
+    group.add_argument("--adapt-set", action="append", default=[], metavar="KEY=VALUE",
+                       help="a python -m sgs setting for the self-play (repeatable)")
+    group.add_argument("--adapt-cache", type=Path, help="where adapted checkpoints are kept "
+                                                        "(default ~/.cache/sgs/fill_adapt)")
     args = parser.parse_args(argv)
     if not args.time_per_lemma > 0:
         raise UsageError(f"--time-per-lemma must be positive, got {args.time_per_lemma}")
     if args.workers < 1 or args.jobs < 1:
         raise UsageError("--workers and --jobs must be at least 1")
+    args.rounds = tuple(name.strip() for name in args.rounds.split(",") if name.strip())
+    unknown = [name for name in args.rounds if name not in ROUNDS]
+    if unknown or not args.rounds:
+        raise UsageError(f"--rounds: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(ROUNDS)}")
+    _check_adapt(args)
     if args.out is None:
         args.out = Path(f"{args.project.resolve().name}.fill.jsonl")
     return args
+
+
+def _check_adapt(args: argparse.Namespace) -> None:
+    """The --adapt flags, checked before anything is built; ``args.adaptation`` their settings or None."""
+    given = [flag for flag, value in (("--adapt-minutes", args.adapt_minutes), ("--adapt-method", args.adapt_method),
+                                      ("--adapt-set", args.adapt_set), ("--adapt-cache", args.adapt_cache)) if value]
+    args.adaptation = None
+    if args.adapt is None:
+        if given:
+            raise UsageError(f"{', '.join(given)} go with --adapt ITERATIONS")
+        return
+    if args.proposer == "knn":
+        raise UsageError("--adapt adapts the model, and --proposer knn does not use it")
+    if args.adapt < 1:
+        raise UsageError(f"--adapt must be a positive number of self-play iterations, got {args.adapt}")
+    minutes = 5.0 if args.adapt_minutes is None else args.adapt_minutes
+    if not minutes > 0:
+        raise UsageError(f"--adapt-minutes must be positive, got {minutes:g}")
+    bad = [item for item in args.adapt_set if "=" not in item or item.startswith("=")]
+    if bad:
+        raise UsageError(f"--adapt-set takes KEY=VALUE, got {bad[0]!r}")
+    # the self-play runs in the checkout's root: a relative checkpoint path is made absolute first
+    base = args.checkpoint if "://" in args.checkpoint else str(Path(args.checkpoint).expanduser().resolve())
+    args.adaptation = AdaptSettings(iterations=args.adapt, method=args.adapt_method or "sgs", minutes=minutes,
+                                    seed=args.seed, base=base, overrides=tuple(args.adapt_set))
+    args.adapt_cache = cache_root(args.adapt_cache)
 
 
 def _read(project: Project, source: str) -> str:
@@ -132,6 +189,8 @@ def _prepare(args: argparse.Namespace):
         print(f"{project.project_file}: not used: {item}", file=sys.stderr)
     if args.write:
         check_writable(project)
+    if args.adaptation is not None:
+        check_cache(args.adapt_cache)
     out_dir = args.out.resolve().parent
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {args.out}: {out_dir} is not a folder")
@@ -145,8 +204,9 @@ def _prepare(args: argparse.Namespace):
 
 
 def _proposer_corpus(args, project: Project, build_dir: Path) -> Optional[Path]:
-    """The k-NN's memory of the project's proofs, or None for the model."""
-    if args.proposer == "model":
+    """The k-NN's memory of the project's proofs, or None for the model (and for
+    ``auto`` after ``--adapt``: the adapted model is what the adaptation is for)."""
+    if args.proposer == "model" or (args.proposer == "auto" and args.adaptation is not None):
         return None
     from sgs.fill.knowledge import project_steps
     corpus, steps = project_steps(project, build_dir)
@@ -161,27 +221,32 @@ def run(args: argparse.Namespace) -> int:
     modules = {source: (project.logical_module(source), texts[source]) for source in project.sources}
     rocq_options = {"allowed_axioms": allowed_names(modules, targets)}
     tasks = [ProofTask(t.id, t.header, t.statement, "", load_path) for t in targets]
+    adaptation = None
+    if args.adaptation is not None and targets:
+        adaptation = adapt(project, build_dir, targets, load_path, rocq_options["allowed_axioms"], args.adaptation,
+                           cache=args.adapt_cache, log=lambda line: print(line, file=sys.stderr))
+        args.checkpoint = adaptation.checkpoint
     corpus = _proposer_corpus(args, project, build_dir) if targets else None
 
     # a busy machine's raylet may take longer than Ray's default minute to register
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "300")
     import ray
 
-    from sgs.fill.attempts import attempt_all, recheck_all
     from sgs.machinery.runtime import own_cluster_runtime_env
     # always a cluster of its own, never one another user started on the machine
     ray.init(address="local", num_cpus=args.workers, include_dashboard=False, logging_level=logging.WARNING,
              log_to_driver=False, runtime_env=own_cluster_runtime_env())
     try:
         outcomes = attempt_all(tasks, seconds=args.time_per_lemma, workers=args.workers, rocq_options=rocq_options,
-                               knn_corpus=corpus, checkpoint=args.checkpoint,
+                               knn_corpus=corpus, checkpoint=args.checkpoint, rounds=args.rounds, seed=args.seed,
                                progress=lambda line: print(line, file=sys.stderr))
         # the baselines' proofs were checked by the verifier pool already (sauto's with CoqHammer
-        # loaded); a search's proof was checked by its worker's own backend, so the pool checks it
+        # loaded); a search's or a sample's proof was checked by its worker's own backend, so the
+        # pool checks it
         verdicts = {t.id: (Status.VALID.value, "", outcomes[t.id].prover == "sauto") for t in tasks
                     if outcomes[t.id].prover in ("automation", "sauto")}
         searched = [ProofTask(t.id, t.header, t.statement, outcomes[t.id].proof, t.load_path)
-                    for t in tasks if outcomes[t.id].prover == "search"]
+                    for t in tasks if outcomes[t.id].prover in ("search", "sample")]
         verdicts.update(recheck_all(searched, workers=args.workers, timeout=max(args.time_per_lemma, 30.0),
                                     rocq_options=rocq_options))
     finally:
@@ -196,7 +261,8 @@ def run(args: argparse.Namespace) -> int:
                       seconds=round(outcome.seconds, 2))
         if status == Status.VALID.value:
             proof = written_proof(target, outcome.proof or "")
-            rows.append(Row(**common, status="proved", proof=proof, prover=outcome.prover, needs_hammer=needs_hammer))
+            rows.append(Row(**common, status="proved", proof=proof, prover=outcome.prover,
+                            checkpoint=outcome.checkpoint, needs_hammer=needs_hammer))
             edits.setdefault(target.file, []).append(Edit(target.span, proof, needs_hammer, target.id))
         elif outcome.error:
             rows.append(Row(**common, status="error", reason=outcome.error))
@@ -219,16 +285,25 @@ def run(args: argparse.Namespace) -> int:
     seconds = time.monotonic() - started
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = "python -m sgs.fill " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    model = f"the adapted model ({args.checkpoint})" if adaptation else f"the model {args.checkpoint}"
     settings = {"time per lemma": f"{args.time_per_lemma:g} s", "workers": args.workers,
-                "proposer": "k-NN on the project's proofs" if corpus else "the shipped model"}
+                "rounds": ",".join(args.rounds),
+                "proposer": "k-NN on the project's proofs" if corpus else model}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(args.out, jsonl(rows))
+    stages = [stage.describe() for stage in adaptation.stages] + list(adaptation.notes) if adaptation else []
     page = markdown(rows, project=str(project.root), command=command, when=when, seconds=seconds,
-                    settings=settings, write=write_outcome)
+                    settings=settings, write=write_outcome, adaptation=stages)
     atomic_write(args.out.with_suffix(".md"), page.encode("utf-8"))
+    atomic_write(args.out.with_suffix(".summary.json"), json.dumps(
+        {**counts(rows), "admitted": len(rows), "seconds": round(seconds, 1), "checkpoint": args.checkpoint,
+         "knn": corpus is not None, "rounds": list(args.rounds), "seed": args.seed,
+         "adaptation": [dataclasses.asdict(stage) for stage in adaptation.stages] if adaptation else None,
+         "adaptation_seconds_now": round(adaptation.seconds_now(), 1) if adaptation else 0.0},
+        indent=2).encode("utf-8") + b"\n")
     if write_outcome:
         print(f"--write: {write_outcome}", file=sys.stderr if code else sys.stdout)
-    print(summary_line(rows, seconds))
+    print(summary_line(rows, seconds, adaptation.describe() if adaptation else None))
     return code
 
 
@@ -261,9 +336,12 @@ def _write(args, project: Project, texts: dict[str, str], edits: dict[str, list[
 def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return run(parse_args(argv))
-    except (UsageError, ProjectError, BuildError, WriteError, RocqConfigError) as error:
+    except (UsageError, ProjectError, BuildError, WriteError, RocqConfigError, AdaptInputError) as error:
         print(f"sgs.fill: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except AdaptError as error:
+        print(f"sgs.fill: the adaptation failed: {error}", file=sys.stderr)
+        return EXIT_ADAPT_FAILED
 
 
 if __name__ == "__main__":

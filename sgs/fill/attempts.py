@@ -1,22 +1,27 @@
-"""Trying to prove each admitted lemma: the cheap provers first, then the search.
+"""Trying to prove each admitted lemma: the cheap provers first, then the model's.
 
-Per lemma, within its time (``seconds``), in three rounds over all the lemmas
+Per lemma, within its time (``seconds``), in rounds over all the lemmas
 still open (each round one verifier pool or one set of search actors, started
-once for all of them, on ``workers`` processes):
+once for all of them, on ``workers`` processes), each round a share of the
+time (:data:`PLANS`, by what proposes to the search):
 
 1. ``automation`` (:data:`sgs.prover.baselines.BASELINES`): Rocq's own
-   automation, each tactic a whole proof, :data:`SHARES` of the time;
+   automation, each tactic a whole proof;
 2. ``sauto``: CoqHammer's ``sauto`` alone;
-3. ``search``: best-first tactic search (:mod:`sgs.search`) with the
+3. ``sample`` (with the model only): whole proofs sampled from the
+   checkpoint (:mod:`sgs.prover.sampling`), the Solver's own mode, the one
+   self-play trains (``--adapt``);
+4. ``search``: best-first tactic search (:mod:`sgs.search`) with the
    finishers, the k-NN learner proposing from the project's own proofs
-   when it has some (:mod:`sgs.fill.knowledge`), else the shipped model.
+   (:mod:`sgs.fill.knowledge`) or the checkpoint.
 
 These are :mod:`sgs.prover.proof_rate`'s runners, as ``python -m sgs.prover
-proof-rate`` runs them.  The baselines' proofs are whole proofs the verifier
-pool checked under the usual rules; a search's proof, which its worker's own
-backend re-checked, is checked once more by the pool (:func:`recheck_all`):
-only a valid verdict there makes a lemma ``proved``.  Every check allows the project's
-admitted lemmas and own axioms (:func:`sgs.fill.admitted.allowed_names`).
+proof-rate`` runs them.  The baselines' and the samples' proofs are whole
+proofs checked under the usual rules (the pool's, a sampling worker's
+backend); a search's proof, which its worker's own backend re-checked, is
+checked once more by the pool (:func:`recheck_all`): only a valid verdict
+there makes a lemma ``proved``.  Every check allows the project's admitted
+lemmas and own axioms (:func:`sgs.fill.admitted.allowed_names`).
 """
 
 from __future__ import annotations
@@ -30,10 +35,20 @@ from sgs.prover.baselines import BASELINES, HAMMER_TACTICS
 from sgs.prover.proof_rate import SearchProver, run_baseline, run_search
 from sgs.search.settings import ROCQ_FINISHERS
 
-__all__ = ["SHARES", "Outcome", "attempt_all", "recheck", "recheck_all"]
+__all__ = ["PLANS", "SHARES", "ROUNDS", "Outcome", "attempt_all", "recheck", "recheck_all"]
 
-#: each round's share of a lemma's time; the search gets what is left
-SHARES = {"automation": 0.3, "sauto": 0.2, "search": 0.5}
+#: the rounds, in order, and each one's share of a lemma's time, by what proposes to the
+#: search: the k-NN (no checkpoint to sample from), or the model (whose whole proofs are
+#: sampled first: the mode self-play trains)
+PLANS: dict[str, dict[str, float]] = {
+    "knn": {"automation": 0.3, "sauto": 0.2, "search": 0.5},
+    "model": {"automation": 0.25, "sauto": 0.15, "sample": 0.2, "search": 0.4},
+}
+SHARES = PLANS["knn"]
+#: every round's name
+ROUNDS = ("automation", "sauto", "sample", "search")
+#: the rounds a checkpoint proposes in (their proofs name it)
+MODEL_ROUNDS = ("sample", "search")
 
 
 @dataclass
@@ -43,6 +58,8 @@ class Outcome:
     proof: Optional[str] = None
     #: the round that found it
     prover: str = ""
+    #: the checkpoint that proposed it (rounds that use one), else None
+    checkpoint: Optional[str] = None
     seconds: float = 0.0
     #: verdict statuses of every check (``not_found:<stop>`` for a search that found nothing)
     statuses: dict[str, int] = field(default_factory=dict)
@@ -65,10 +82,13 @@ class Outcome:
 
 
 def attempt_all(tasks: Sequence[ProofTask], *, seconds: float, workers: int, rocq_options: dict,
-                knn_corpus: Optional[Path], checkpoint: str,
+                knn_corpus: Optional[Path], checkpoint: str, rounds: Sequence[str] = ROUNDS, seed: int = 0,
                 progress: Callable[[str], None] = lambda line: None) -> dict[str, Outcome]:
-    """Every task's outcome, by id (see the module docstring)."""
+    """Every task's outcome, by id (see the module docstring): the plan's rounds that
+    ``rounds`` names, each with its share of ``seconds``; ``seed`` seeds the samples."""
     outcomes = {task.id: Outcome() for task in tasks}
+    predictor = "knn" if knn_corpus is not None else "model"
+    plan = PLANS[predictor]
 
     def open_tasks() -> list[ProofTask]:
         return [task for task in tasks if outcomes[task.id].proof is None]
@@ -80,22 +100,41 @@ def attempt_all(tasks: Sequence[ProofTask], *, seconds: float, workers: int, roc
             outcome.count(statuses)
             if proof is not None and outcome.proof is None:
                 outcome.proof, outcome.prover = proof, prover
+                if prover in MODEL_ROUNDS and predictor == "model":
+                    outcome.checkpoint = checkpoint
         return record
 
-    for name in ("automation", "sauto"):
+    for name, share in plan.items():
         todo = open_tasks()
-        if todo:
-            progress(f"{name}: {len(todo)} lemmas, {SHARES[name] * seconds:.1f} s each")
-            run_baseline(BASELINES[name], todo, seconds=SHARES[name] * seconds, workers=workers,
+        if name not in rounds or not todo:
+            continue
+        what = f"search ({predictor} proposing)" if name == "search" else name
+        progress(f"{what}: {len(todo)} lemmas, {share * seconds:.1f} s each")
+        if name in BASELINES:
+            run_baseline(BASELINES[name], todo, seconds=share * seconds, workers=workers,
                          record=recorder(name), rocq_options=rocq_options)
-    todo = open_tasks()
-    if todo:
-        predictor = "knn" if knn_corpus is not None else "model"
-        progress(f"search ({predictor} proposing): {len(todo)} lemmas, {SHARES['search'] * seconds:.1f} s each")
-        run_search(SearchProver(predictor, ROCQ_FINISHERS), todo, seconds=SHARES["search"] * seconds,
-                   workers=workers, corpus=knn_corpus, checkpoint=checkpoint, record=recorder("search"),
-                   rocq_options=rocq_options)
+        elif name == "sample":
+            _sample(todo, seconds=share * seconds, workers=workers, checkpoint=checkpoint, seed=seed,
+                    record=recorder(name), rocq_options=rocq_options)
+        else:
+            run_search(SearchProver(predictor, ROCQ_FINISHERS), todo, seconds=share * seconds,
+                       workers=workers, corpus=knn_corpus, checkpoint=checkpoint, record=recorder("search"),
+                       rocq_options=rocq_options)
     return outcomes
+
+
+def _sample(tasks: Sequence[ProofTask], *, seconds: float, workers: int, checkpoint: str, seed: int, record,
+            rocq_options: dict) -> None:
+    """Whole proofs from ``checkpoint`` for ``seconds`` a lemma (as ``proof-rate``'s ``sample``
+    arm, seeded), CoqHammer's tactics loaded as for the searches."""
+    from sgs.prover.sampling import SamplingPlan, sample_all
+
+    def done(target: ProofTask, result: dict) -> None:
+        status = result["verdict"]["status"] if result["verdict"] else f"not_found:{result['stop']}"
+        record(target, result["proof"], result["stats"].get("seconds", 0.0), {status: 1})
+
+    sample_all(tasks, plan=SamplingPlan(seconds, seed=seed), checkpoint=checkpoint,
+               rocq_options={**rocq_options, "tactic_libraries": (HAMMER_TACTICS,)}, workers=workers, record=done)
 
 
 def recheck(tasks: Sequence[ProofTask], *, workers: int, timeout: float, rocq_options: dict,

@@ -2,6 +2,7 @@
 
     python -m sgs.prover.train --corpus runs/corpus --out runs/prover/s --size s --minutes 60
     python -m sgs.prover.train --corpus runs/corpus --out runs/prover/s --size s --minutes 60   # resumes
+    python -m sgs.prover.train --corpus DIR --out runs/prover/ft --init sgs/data/rocq_prover --minutes 5
 
 The model is the project's own Llama (:mod:`sgs.machinery.models.tiny`: the
 same architecture, tokenizer kind and chat template as the tiny default
@@ -26,6 +27,12 @@ schedule.  Every
 ``--save-minutes`` the model, optimiser and progress are written to
 ``<out>/checkpoint`` (a new directory renamed into place); a stopped run
 loses at most that much.
+
+``--init CHECKPOINT`` fine-tunes an existing checkpoint (its weights and its
+tokenizer, as it is: ``--size`` does not apply) instead of building a model
+from nothing; ``sgs.fill --adapt`` starts so from the shipped prover.  A
+resumed run continues from its own ``checkpoint``, never again from the
+starting one.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ from typing import Optional, Sequence
 from sgs.config import TinyModelSettings
 from sgs.prover.examples import PremisePrompts, TextExample, training_examples
 
-__all__ = ["SIZES", "TrainOptions", "train", "main"]
+__all__ = ["SIZES", "TrainOptions", "init_checkpoint", "train", "main"]
 
 #: The size ladder.  head_dim stays 32 (vLLM-CPU's smallest); the vocabulary is
 #: 4096 for all, fit to Rocq text.
@@ -85,6 +92,8 @@ class TrainOptions:
     libraries: Optional[tuple[str, ...]] = None
     #: show retrieved premises in the tactic prompts (:class:`sgs.prover.examples.PremisePrompts`)
     premises: bool = False
+    #: a checkpoint to fine-tune (a directory or ``pkg://`` source) instead of a new model of ``size``
+    init: Optional[str] = None
 
 
 def _encode(examples: Sequence[TextExample], tokenizer) -> list[tuple[list[int], int]]:
@@ -157,10 +166,22 @@ def evaluate_loss(model, encoded, batch_tokens: int, pad_id: int) -> float:
 
 
 def _initial_model(options: TrainOptions, examples: Sequence[TextExample]) -> Path:
+    if options.init is not None:
+        return init_checkpoint(options.init)
     from sgs.machinery.models.tiny import build_tiny_model
     sample = random.Random(options.seed).sample(list(examples), min(TOKENIZER_TEXTS, len(examples)))
     texts = [e.prompt + "\n" + e.completion for e in sample]
     return build_tiny_model(options.out / "init", texts, SIZES[options.size], options.seed)
+
+
+def init_checkpoint(source: str) -> Path:
+    """The directory of a starting checkpoint (``pkg://`` sources resolved); ValueError
+    when it holds no Hugging Face model."""
+    from sgs.config.schema import model_location
+    path = Path(model_location(source)).expanduser()
+    if not (path / "config.json").is_file():
+        raise ValueError(f"--init {source}: not a checkpoint (no config.json in {path})")
+    return path
 
 
 def _save(model, tokenizer, optimizer, progress: dict, out: Path) -> None:
@@ -184,7 +205,7 @@ def train(options: TrainOptions, log=print) -> dict:
     import transformers
     from sgs.machinery.models.tiny import load_model_and_tokenizer
 
-    if options.size not in SIZES:
+    if options.init is None and options.size not in SIZES:
         raise ValueError(f"unknown size {options.size!r}; known: {', '.join(SIZES)}")
     torch.set_num_threads(options.threads)
     transformers.utils.logging.disable_progress_bar()
@@ -205,9 +226,11 @@ def train(options: TrainOptions, log=print) -> dict:
     encoded = _encode(examples, tokenizer)
     held_out_encoded = _encode(held_out, tokenizer)
     optimizer = torch.optim.AdamW(model.parameters(), lr=options.learning_rate, weight_decay=0.01)
-    progress = {"size": options.size, "libraries": list(options.libraries or ["all"]), "premises": options.premises,
+    progress = {"size": options.size if options.init is None else "init",
+                "libraries": list(options.libraries or ["all"]), "premises": options.premises,
                 "parameters": sum(p.numel() for p in model.parameters()),
-                "examples": len(encoded), "steps": 0, "tokens": 0, "seconds": 0.0, "epochs": 0.0}
+                "examples": len(encoded), "steps": 0, "tokens": 0, "seconds": 0.0, "epochs": 0.0,
+                **({"init": str(options.init)} if options.init is not None else {})}
     if resuming:
         optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt"))
         progress = json.loads((checkpoint / PROGRESS).read_text())
@@ -276,6 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--libraries", help="comma-separated corpus libraries (default: all)")
     parser.add_argument("--premises", action="store_true", help="show retrieved premises in the tactic prompts")
+    parser.add_argument("--init", help="fine-tune this checkpoint (directory or pkg:// source) instead of "
+                                       "building a new model (--size is then not used)")
     return parser
 
 
@@ -284,7 +309,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     problems = []
     if not args.corpus.is_dir():
         problems.append(f"--corpus {args.corpus}: not a directory")
-    if args.size not in SIZES:
+    if args.init is not None:
+        try:
+            init_checkpoint(args.init)
+        except ValueError as error:
+            problems.append(str(error))
+    elif args.size not in SIZES:
         problems.append(f"--size {args.size!r}: known sizes are {', '.join(SIZES)}")
     if args.minutes <= 0 or args.batch_tokens < MAX_TOKENS or args.threads < 1:
         problems.append(f"--minutes must be > 0, --batch-tokens >= {MAX_TOKENS}, --threads >= 1")
@@ -296,7 +326,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     options = TrainOptions(corpus=args.corpus, out=args.out, size=args.size, minutes=args.minutes,
                            learning_rate=args.learning_rate, batch_tokens=args.batch_tokens,
                            save_minutes=args.save_minutes, threads=args.threads, seed=args.seed,
-                           libraries=libraries, premises=args.premises)
+                           libraries=libraries, premises=args.premises, init=args.init)
     try:
         train(options)
     except ValueError as error:

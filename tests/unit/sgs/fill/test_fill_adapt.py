@@ -1,0 +1,160 @@
+"""``sgs.fill --adapt``: the cache keys, the stages' reuse, the self-play command and the
+flags' checks, on fakes (no training, no Ray, no prover)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, replace
+
+import pytest
+
+import sgs.prover.train
+from sgs.fill import adapt as adapt_module
+from sgs.fill.__main__ import UsageError, parse_args
+from sgs.fill.adapt import (ADAPT_METHODS, AdaptInputError, AdaptSettings, Stage, check_cache, newest_solver_checkpoint,
+                            selfplay_command, selfplay_key, supervised_key, supervised_stage)
+from sgs.fill.report import Row, summary_line
+
+SETTINGS = AdaptSettings(iterations=2)
+
+
+def test_the_supervised_key_ignores_what_only_self_play_uses():
+    key = supervised_key("p" * 64, "w" * 64, SETTINGS)
+    assert key == supervised_key("p" * 64, "w" * 64, replace(SETTINGS, iterations=7, method="rl",
+                                                            overrides=("scale=laptop",)))
+    changed = [supervised_key("q" * 64, "w" * 64, SETTINGS), supervised_key("p" * 64, "v" * 64, SETTINGS),
+               supervised_key("p" * 64, "w" * 64, replace(SETTINGS, minutes=6.0)),
+               supervised_key("p" * 64, "w" * 64, replace(SETTINGS, seed=1)),
+               supervised_key("p" * 64, "w" * 64, replace(SETTINGS, learning_rate=1e-3))]
+    assert len({key, *changed}) == 6
+
+
+def test_the_self_play_key_follows_the_stage_before_and_its_own_settings():
+    key = selfplay_key("s1", SETTINGS)
+    assert key == selfplay_key("s1", replace(SETTINGS, minutes=99.0))   # already in the stage before's key
+    changed = [selfplay_key("s2", SETTINGS), selfplay_key("s1", replace(SETTINGS, iterations=3)),
+               selfplay_key("s1", replace(SETTINGS, method="rl")), selfplay_key("s1", replace(SETTINGS, seed=1)),
+               selfplay_key("s1", replace(SETTINGS, overrides=("method.num_solver_samples=4",)))]
+    assert len({key, *changed}) == 6
+
+
+def test_the_self_play_command_is_the_methods_experiment_at_the_laptop_scale(tmp_path):
+    command = selfplay_command(replace(SETTINGS, method="rl", overrides=("method.num_solver_samples=4",)),
+                               targets=tmp_path / "t.jsonl", start="/ckpt", run_dir=tmp_path / "run",
+                               allowed_axioms=("P.A.x'", "Top.y"))
+    assert command[1:4] == ["-m", "sgs", "+experiment=reinforce_half_solver_only"]
+    assert {"model=rocq_prover", "prover=rocq", "resources=local_cpu", "scale=laptop", "warmstart.mode=never",
+            "evaluation.k=0", f"targets.source={tmp_path / 't.jsonl'}", "model.path=/ckpt", "iterations=2",
+            "seed=0", f"run_dir={tmp_path / 'run'}"} <= set(command)
+    # a prime inside double quotes, as Hydra's grammar reads it
+    assert 'prover.allowed_axioms=["P.A.x\'","Top.y"]' in command
+    assert command[-1] == "method.num_solver_samples=4"   # the user's settings last: they win
+    assert ADAPT_METHODS["sgs"].experiment == "standard" and ADAPT_METHODS["supervised"].experiment is None
+
+
+def test_a_cache_folder_that_cannot_be_written_is_bad_input(tmp_path):
+    check_cache(tmp_path / "new" / "deeper")            # made later, under a folder that can be written
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        with pytest.raises(AdaptInputError, match="cannot be written"):
+            check_cache(locked / "cache")
+    finally:
+        locked.chmod(0o755)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(AdaptInputError, match="is not a folder"):
+        check_cache(tmp_path / "file" / "cache")
+
+
+def test_a_finished_stage_is_read_back_and_nothing_is_trained(tmp_path, monkeypatch):
+    folder = tmp_path / "sup"
+    folder.mkdir()
+    made = Stage("supervised", str(folder / "checkpoint"), 61.0, 2.0, detail={"steps": 40})
+    (folder / "adapted.json").write_text(json.dumps(asdict(made)))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("trained again")
+
+    monkeypatch.setattr(sgs.prover.train, "train", refuse)
+    stage = supervised_stage(folder, tmp_path / "corpus", SETTINGS, log=lambda line: None)
+    assert stage == replace(made, cached=True)
+    assert stage.describe() == "supervised 61 s, 2.0 CPU-min, steps 40 (cached: nothing trained now)"
+
+
+def test_an_unfinished_stage_trains_and_records_its_cost(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_train(options, log):
+        seen["options"] = options
+        return {"seconds": 90.0, "steps": 12, "examples": 300, "epochs": 1.5}
+
+    monkeypatch.setattr(sgs.prover.train, "train", fake_train)
+    (tmp_path / "corpus").mkdir()
+    stage = supervised_stage(tmp_path / "sup", tmp_path / "corpus", SETTINGS, log=lambda line: None)
+    assert seen["options"].init == "pkg://sgs/data/rocq_prover" and seen["options"].minutes == 5.0
+    # a project without examples of its own still keeps 32 of the roles' lines, no more
+    roles = tmp_path / "sup" / "roles.jsonl"
+    assert seen["options"].warmstart == str(roles) and len(roles.read_text().splitlines()) == 32
+    assert (stage.name, stage.cpu_minutes, stage.cached) == ("supervised", 1.5, False)
+    assert stage.detail == {"steps": 12, "examples": 300, "epochs": 1.5}
+    assert json.loads((tmp_path / "sup" / "adapted.json").read_text())["checkpoint"] == str(
+        tmp_path / "sup" / "checkpoint")
+
+
+def test_the_checkpoint_kept_is_the_solvers_last_complete_one(tmp_path):
+    run = tmp_path / "run"
+    for i, complete in ((0, True), (1, True), (2, False)):
+        folder = run / "checkpoints" / "solver" / f"iter_{i:04d}"
+        folder.mkdir(parents=True)
+        if complete:
+            (folder / "config.json").write_text("{}")
+    assert newest_solver_checkpoint(run, iterations=3) == run / "checkpoints" / "solver" / "iter_0001"
+    assert newest_solver_checkpoint(run, iterations=1) == run / "checkpoints" / "solver" / "iter_0000"
+    assert newest_solver_checkpoint(tmp_path / "none", iterations=1) is None
+
+
+def test_adapt_without_proofs_skips_the_supervised_stage(tmp_path, monkeypatch):
+    project = type("P", (), {"root": tmp_path / "proj"})()
+    monkeypatch.setattr("sgs.state.rocq_project.source_digest", lambda root: "d" * 64)
+    monkeypatch.setattr("sgs.fill.knowledge.project_steps", lambda project, build: (tmp_path / "c", 0))
+    monkeypatch.setattr(adapt_module, "_weights_digest", lambda checkpoint: "w" * 64)
+    monkeypatch.setattr(adapt_module, "supervised_stage", lambda *a: pytest.fail("no proofs to learn from"))
+    result = adapt_module.adapt(project, tmp_path / "build", [], (), (), replace(SETTINGS, method="supervised"),
+                                cache=tmp_path / "cache", log=lambda line: None)
+    assert result.checkpoint == "pkg://sgs/data/rocq_prover" and result.stages == ()
+    assert result.describe() == "supervised: skipped (the project has no finished proof to learn from)"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["p", "--adapt", "0"], "--adapt must be a positive number of self-play iterations, got 0"),
+    (["p", "--adapt", "-2"], "got -2"),
+    (["p", "--adapt", "x"], "invalid int value"),
+    (["p", "--adapt-minutes", "3"], "--adapt-minutes go with --adapt ITERATIONS"),
+    (["p", "--adapt", "1", "--adapt-minutes", "0"], "--adapt-minutes must be positive"),
+    (["p", "--adapt", "1", "--proposer", "knn"], "--proposer knn does not use it"),
+    (["p", "--adapt", "1", "--adapt-set", "noequals"], "--adapt-set takes KEY=VALUE"),
+    (["p", "--adapt", "1", "--adapt-method", "ppo"], "invalid choice"),
+    (["p", "--rounds", "automation,hammer"], "--rounds: unknown hammer"),
+])
+def test_bad_adapt_flags_are_refused_before_anything_runs(argv, message):
+    with pytest.raises(UsageError, match=message.replace("(", r"\(")):
+        parse_args(argv)
+
+
+def test_the_adapt_flags_become_the_settings(tmp_path):
+    args = parse_args(["p", "--adapt", "3", "--adapt-method", "rl", "--adapt-minutes", "2.5", "--seed", "1",
+                       "--adapt-set", "a.b=1", "--adapt-cache", str(tmp_path / "c")])
+    assert args.adaptation == AdaptSettings(iterations=3, method="rl", minutes=2.5, seed=1, overrides=("a.b=1",))
+    assert args.adapt_cache == (tmp_path / "c").resolve()
+    assert parse_args(["p"]).adaptation is None
+
+
+def test_the_summary_line_says_what_the_adaptation_cost():
+    rows = [Row("A.v", 1, "a", "P.A.a", "statement", "proved", proof="Proof. easy. Qed.", prover="sample",
+                checkpoint="/c/iter_0000"),
+            Row("A.v", 5, "b", "P.A.b", "statement", "not_proved")]
+    assert summary_line(rows, 30.2, "supervised 61 s, 2.0 CPU-min") == (
+        "proved 1 of 2 admitted lemmas (1 not proved, 0 errors) in 30 s; adaptation: supervised 61 s, 2.0 CPU-min")
+    assert rows[0].to_json()["checkpoint"] == "/c/iter_0000" and "checkpoint" not in rows[1].to_json()
+

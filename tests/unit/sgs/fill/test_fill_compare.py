@@ -1,0 +1,101 @@
+"""``python -m sgs.fill.compare``'s logic on fakes: which lemmas are admitted and how,
+each arm's command, what a rerun skips, the table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sgs.fill.compare import ARMS, UsageError, admit_text, draw, eligible, fill_command, parse_args, pending, table
+from sgs.state.rocq_declarations import find_declarations
+
+FILE = """\
+Lemma top : 1 = 1.
+Proof. reflexivity. Qed.
+Section S.
+Variable n : nat.
+Lemma uses_n : n = n.
+Proof using n.
+  reflexivity.
+Qed.
+Lemma no_clause : n = n.
+Proof. reflexivity. Qed.
+End S.
+"""
+
+
+def row(name: str, line: int, context: str = "") -> dict:
+    return {"id": f"P.F.{name}", "source": {"file": "F.v", "line": line}, "context": context}
+
+
+def test_a_section_lemma_is_drawn_only_with_a_proof_using_clause():
+    assert eligible(row("top", 1), FILE)
+    assert eligible(row("uses_n", 5, "section S"), FILE)
+    assert not eligible(row("no_clause", 9, "section S"), FILE)
+
+
+def test_admitting_keeps_a_proof_using_clause_and_nothing_else_changes():
+    spans = [d.proof_span for d in find_declarations(FILE)[0] if d.name in ("top", "uses_n")]
+    assert admit_text(FILE, spans) == FILE.replace("Proof. reflexivity. Qed.\nSection", "Admitted.\nSection").replace(
+        "Proof using n.\n  reflexivity.\nQed.", "Proof using n.\nAdmitted.")
+
+
+def test_the_draw_is_a_seeded_share_of_the_traced_lemmas_among_the_eligible():
+    ids = [f"l{i}" for i in range(12)]
+    first = draw(ids, traced=16, fraction=0.25, seed=0)
+    assert len(first) == 4 and set(first) <= set(ids) and first == sorted(first)
+    assert draw(list(reversed(ids)), traced=16, fraction=0.25, seed=0) == first      # the order given does not matter
+    assert len(draw(ids, traced=3, fraction=0.25, seed=0)) == 1                      # at least one
+    assert draw(["only"], traced=40, fraction=0.25, seed=5) == ["only"]             # no more than the eligible
+
+
+def test_each_arm_is_one_fill_command(tmp_path):
+    common = dict(time_per_lemma=10, workers=2, build_dir=tmp_path / "b", iterations=2, minutes=1.5,
+                  adapt_sets=("method.num_solver_samples=4",), cache=tmp_path / "c")
+    base = fill_command(ARMS["a"], tmp_path / "p", tmp_path / "r.jsonl", 0, **common)
+    assert base[1:4] == ["-m", "sgs.fill", str(tmp_path / "p")]
+    assert base[-2:] == ["--rounds", "automation,sauto"] and "--adapt" not in base
+    rl = fill_command(ARMS["e"], tmp_path / "p", tmp_path / "r.jsonl", 1, **common)
+    tail = rl[rl.index("--proposer"):]
+    assert tail == ["--proposer", "model", "--adapt", "2", "--adapt-method", "rl", "--adapt-minutes", "1.5",
+                    "--adapt-cache", str(tmp_path / "c"), "--adapt-set=method.num_solver_samples=4"]
+    assert rl[rl.index("--seed") + 1] == "1" and rl[rl.index("--time-per-lemma") + 1] == "10"
+    supervised = fill_command(ARMS["c"], tmp_path, tmp_path, 0, **common)
+    assert supervised[supervised.index("--adapt-method") + 1] == "supervised"
+
+
+def test_a_rerun_skips_what_is_done_and_unseeded_arms_run_once():
+    done = [{"project": "p", "arm": "a", "seed": 0}, {"project": "p", "arm": "d", "seed": 1}]
+    assert pending(["p", "q"], ["a", "d"], [0, 1], done) == [("p", "d", 0), ("q", "a", 0), ("q", "d", 0),
+                                                              ("q", "d", 1)]
+
+
+def test_the_table_has_a_cell_per_project_and_arm():
+    rows = [{"project": "p", "arm": "a", "seed": 0, "admitted": 8, "proved": 2, "adaptation": None},
+            {"project": "p", "arm": "d", "seed": 0, "admitted": 8, "proved": 3,
+             "adaptation": [{"wall_seconds": 60.0}, {"wall_seconds": 180.0}]},
+            {"project": "p", "arm": "d", "seed": 1, "admitted": 8, "proved": 4,
+             "adaptation": [{"wall_seconds": 60.0}, {"wall_seconds": 300.0}]}]
+    assert table(rows, ["a", "b", "d"]).splitlines()[:3] == [
+        "| project | admitted | (a) | (d) |", "|---|---|---|---|", "| p | 8 | 2 | 3.5 (3, 4); 5.0 min |"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--out", "o", "--arms", "a,z"], "--arms: unknown z"),
+    (["--out", "o", "--seeds", "x"], "--seeds takes integers"),
+    (["--out", "o", "--fraction", "1.5"], "--fraction lies in"),
+    (["--out", "o", "--projects", "/nonexistent/sgs"], "not a folder"),
+])
+def test_bad_command_lines_are_refused(argv, message):
+    with pytest.raises(UsageError, match=message):
+        parse_args(argv)
+
+
+def test_only_names_existing_projects(tmp_path: Path):
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    (tmp_path / "README.md").write_text("")
+    assert parse_args(["--out", "o", "--projects", str(tmp_path)]).names == ["one", "two"]
+    with pytest.raises(UsageError, match="no project three"):
+        parse_args(["--out", "o", "--projects", str(tmp_path), "--only", "one,three"])
