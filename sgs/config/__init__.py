@@ -26,8 +26,8 @@ of them any data loading):
   is declared, each choice field typed with an Enum of its allowed values (a
   :class:`~sgs.config.checks.Choice`, declared beside the field), which
   OmegaConf checks on every assignment (the method, sampling, training,
-  model, prover, resources and evaluation settings and the prover service's
-  live in modules of their own, which the schema imports; ``conf/serve.yaml``
+  model, prover, resources, evaluation and self-play Solver settings and the
+  prover service's live in modules of their own, which the schema imports; ``conf/serve.yaml``
   is the service's primary config);
 * :mod:`sgs.config.choices`: the choice fields by key, and the checks that
   name every bad choice at once, of command-line overrides before Hydra
@@ -43,7 +43,7 @@ of them any data loading):
   :mod:`sgs.config.sampling`, :mod:`sgs.config.training`,
   :mod:`sgs.config.model`, :mod:`sgs.config.prover`,
   :mod:`sgs.config.resources`, :mod:`sgs.config.evaluation`,
-  :mod:`sgs.config.serve`) check themselves
+  :mod:`sgs.config.solver`, :mod:`sgs.config.serve`) check themselves
   there, beside their fields, with the checks of :mod:`sgs.config.checks`;
   what the Solver objective asks of the config is its registry's to check
   (:func:`sgs.method.registry.config_problems`);
@@ -99,7 +99,9 @@ from sgs.config.schema import (  # noqa: F401  (the package's public names)
     RocqSettings,
     RoleSampling,
     SamplingConfig,
+    SelfPlaySolverMode,
     SGSConfig,
+    SolverConfig,
     TargetsConfig,
     TinyModelSettings,
     TrainingConfig,
@@ -110,6 +112,7 @@ from sgs.config.schema import (  # noqa: F401  (the package's public names)
     WeightTransfer,
 )
 from sgs.config.serve import ServeConfig, serve_problems  # noqa: F401  (the package's public names)
+from sgs.config.solver import search_cpus, searching  # noqa: F401  (the package's public names)
 from sgs.config.derived import (  # noqa: F401  (the package's public names)
     declared_gpus,
     engine_backend,

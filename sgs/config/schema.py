@@ -48,6 +48,7 @@ from sgs.config.method import (  # noqa: F401  (the method's choices, imported f
     UnelaboratedConjectures,
 )
 from sgs.config.serve import ServeConfig
+from sgs.config.solver import SelfPlaySolverMode, SolverConfig  # noqa: F401  (imported from here by the rest)
 
 #: Directory holding ``config.yaml`` and the config groups (repository root ``conf/``).
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "conf"
@@ -223,6 +224,8 @@ class SGSConfig:
     targets: TargetsConfig = field(default_factory=TargetsConfig)
     #: The algorithm.
     method: MethodConfig = field(default_factory=MethodConfig)
+    #: How the Solver proves: whole-proof sampling (the default) or tactic-level search.
+    solver: SolverConfig = field(default_factory=SolverConfig)
     #: Generation settings per role.
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     #: Optimiser and batching.

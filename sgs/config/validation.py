@@ -28,6 +28,7 @@ from sgs.config.prover import prover_problems
 from sgs.config.resources import resources_problems
 from sgs.config.sampling import sampling_problems
 from sgs.config.serve import serve_problems
+from sgs.config.solver import solver_problems
 from sgs.config.training import training_problems
 from sgs.config.schema import (
     HUB_SCHEME,
@@ -232,6 +233,7 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
     # prover, resources, evaluation, serve), the nodes still checked here, and what ties
     # nodes together.
     problems.extend(method_problems(cfg.method))
+    problems.extend(solver_problems(cfg.solver, cfg.prover.language))
     problems.extend(sampling_problems(cfg.sampling))
     problems.extend(training_problems(cfg.training))
     _batches_fill_the_workers(problems, "training", cfg.training, cfg.resources.learner_workers)

@@ -8,7 +8,8 @@ phase                   what it does
                         (:mod:`sgs.loop.conjecture`)
 ``prove``               the Solver writes k proofs per target and surviving
                         conjecture, checked as they stream in; the Guide
-                        reviews early (:mod:`sgs.loop.prove`)
+                        reviews early (:mod:`sgs.loop.prove`; in search mode
+                        searches instead, :mod:`sgs.loop.search_prove`)
 ``review``              solve rates, the p70 selection, Guide reviews,
                         Conjecturer rewards and weights (:mod:`sgs.loop.review`)
 ``train``               one learner run training the Solver and the
@@ -50,11 +51,10 @@ from sgs.loop.conjecture import conjecture
 from sgs.loop.context import RunContext
 from sgs.loop.journal import MetricsCallback, RunJournal
 from sgs.loop.phases import PHASES, RECORD_PHASES, TRAINING_PHASE
-from sgs.loop.prove import prove
 from sgs.loop.record import record
 from sgs.loop.review import review
+from sgs.loop.solver_modes import prove_phase, training_phase
 from sgs.loop.stopping import stop_reason
-from sgs.loop.train import train_policies
 from sgs.loop.weights import TRAINED_ROLES, EngineWeights
 from sgs.machinery.monitor import LiveMonitor
 from sgs.machinery.runtime import Checkpoint, Runtime
@@ -63,7 +63,7 @@ from sgs.state.store import Store
 
 #: Each phase: ``step(ctx, iteration, log) -> PhaseStats``; ``log`` is the
 #: phase's record log for the phases that write records, else None.
-PHASE_STEPS = {"conjecture": conjecture, "prove": prove, "review": review, TRAINING_PHASE: train_policies,
+PHASE_STEPS = {"conjecture": conjecture, "prove": prove_phase, "review": review, TRAINING_PHASE: training_phase,
                "record": record}
 
 

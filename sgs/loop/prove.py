@@ -151,27 +151,40 @@ def prove(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> PhaseStats:
         keep(task.id, problem, completion, proof, None, verdict, 0.0 if reward is None else reward)
 
     early = early_reviews(ctx, iteration, phase_log) if method.use_guide else None
-    drawn = PhaseStats()
-    try:
-        if requests:
-            settings = solver_settings(ctx.cfg, seed=ctx.seed(iteration, "prove"))
-            # The base weights' samples on the targets are shared between runs:
-            # experiments with one seed start from the same samples (paired comparisons).
-            starts = ctx.start_samples(iteration)
-            shared = (starts, lambda request: request.item.kind == "target") if starts is not None else None
-            drawn = ctx.draw(iteration, "prove", "solver", requests, settings, on_sample, on_verdict, shared)
-        if early is not None:
-            early.finish()
-            drawn += PhaseStats(tokens=early.tokens)
-    finally:
-        if early is not None:
-            early.close()
+
+    def draw() -> PhaseStats:
+        if not requests:
+            return PhaseStats()
+        settings = solver_settings(ctx.cfg, seed=ctx.seed(iteration, "prove"))
+        # The base weights' samples on the targets are shared between runs:
+        # experiments with one seed start from the same samples (paired comparisons).
+        starts = ctx.start_samples(iteration)
+        shared = (starts, lambda request: request.item.kind == "target") if starts is not None else None
+        return ctx.draw(iteration, "prove", "solver", requests, settings, on_sample, on_verdict, shared)
+
+    drawn = with_early_reviews(early, draw)
     bar.close()
     return drawn
 
 
-def early_reviews(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> EarlyReviews:
-    """Guide reviews that start during the prove phase (see :class:`EarlyReviews`)."""
+def with_early_reviews(early: EarlyReviews | None, work: Callable[[], PhaseStats]) -> PhaseStats:
+    """What ``work()`` drew, then the reviews it started (``early``, if any) awaited and
+    added; the reviews' cache closed whatever happens."""
+    try:
+        drawn = work()
+        if early is not None:
+            early.finish()
+            drawn += PhaseStats(tokens=early.tokens)
+        return drawn
+    finally:
+        if early is not None:
+            early.close()
+
+
+def early_reviews(ctx: RunContext, iteration: int, phase_log: PhaseLog,
+                  attempts_per_problem: int | None = None) -> EarlyReviews:
+    """Guide reviews that start during the prove phase (see :class:`EarlyReviews`), each once its
+    conjecture has ``attempts_per_problem`` attempts (default: ``method.num_solver_samples``)."""
     guide = ctx.rt.engines["guide"]
     settings = sampling_settings(ctx.cfg.sampling.guide, n=1, seed=ctx.seed(iteration, "review"))
     cache = SampleCache(ctx.store.sample_cache_path(iteration, "review"), ctx.rt.prompter.token_ids)
@@ -184,7 +197,8 @@ def early_reviews(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> Early
     def key(conjecture_id: str, text: str) -> str:
         return sample_key(text, settings, ctx.weights.current["guide"].version, review_sample_id(conjecture_id))
 
-    early = EarlyReviews(guide, settings, cache, prompt, key, ctx.cfg.method.num_solver_samples)
+    early = EarlyReviews(guide, settings, cache, prompt, key,
+                         attempts_per_problem or ctx.cfg.method.num_solver_samples)
     for record in phase_log.recovered:
         if isinstance(record, Attempt):
             early.add(record)

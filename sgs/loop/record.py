@@ -14,6 +14,7 @@ from sgs.analysis.closeness import closeness_metrics
 from sgs.analysis.evaluation import SUMMARY_FILE, evaluate_problems, format_table, read_json
 from sgs.loop.context import MATCHES_BENCHMARK, RunContext, derived_seed
 from sgs.loop.phases import TRAINING_PHASE
+from sgs.loop.solver_modes import generation_counts, solver_mode
 from sgs.loop.weights import TRAIN_METRICS_FILE, TRAINED_ROLES
 from sgs.machinery.runtime import sampling_settings
 from sgs.method.roles import canonical_form
@@ -33,22 +34,28 @@ def record(ctx: RunContext, iteration: int, phase_log: PhaseLog | None) -> Phase
     this process ran and the run's fault totals so far (``ctx.journal``).
     The phase writes the metrics file, not records (no ``phase_log``)."""
     store = ctx.store
+    mode = solver_mode(ctx.cfg)
     # Read once: a paper-sized iteration holds ~39,000 records.
     attempts, conjectures = store.attempts(iteration), store.conjectures(iteration)
     scores = store.conjecture_scores(iteration)
+    mode_metrics = mode.metrics(ctx, iteration, attempts)
     metrics = M.iteration_metrics(
         iteration=iteration,
         attempts=attempts,
         conjectures=conjectures,
         scores=list(scores.values()),
         training_ids=[t.id for t in store.targets if not t.held_out],
-        k=ctx.cfg.method.num_solver_samples,
+        k=mode.attempts_per_problem(ctx.cfg),
         language=ctx.language,
         generations=store.generations(through_iteration=iteration),
         cumulative_solve_rate=store.solved_registry.cumulative_solve_rate(through_iteration=iteration),
         phases=ctx.journal.phases(iteration),
         training=training_numbers(ctx, iteration),
     )
+    metrics.update(mode_metrics)
+    metrics["generations"], metrics["generations_this_iteration"] = generation_counts(
+        metrics["generations"], metrics["generations_this_iteration"], mode_metrics,
+        [m for m in store.metrics() if m["iteration"] < iteration])
     metrics["conjectures_matching_benchmark"] = benchmark_matches(ctx, conjectures)
     parents = {c.target_id for c in conjectures}
     metrics.update(closeness_metrics(

@@ -1,7 +1,8 @@
 """The training phase: the Solver on its objective's selection of this
 iteration's attempts (or, for an objective that replays, such as expert
-iteration, of the stored proofs of the last iterations), the Conjecturer on
-its weighted conjectures; each from the role's
+iteration, of the stored proofs of the last iterations; in search mode the
+tactic steps of the chosen proofs, :mod:`sgs.loop.solver_modes`), the
+Conjecturer on its weighted conjectures; each from the role's
 current weights, both in one call of the run's learner (whose workers start
 at the first training phase and serve the whole run); the roles' engines then
 serve the results (:class:`sgs.loop.weights.EngineWeights`).  A role with no
@@ -11,7 +12,7 @@ learner is not called, and its workers never start."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 
 from lean_env.verdict import Status
@@ -48,22 +49,38 @@ def in_conjecturer_batch(score: ConjectureScore, rule: str) -> bool:
     return score.kept or rule == "paper"
 
 
-def train_policies(ctx: RunContext, iteration: int, phase_log: PhaseLog | None) -> PhaseStats:
-    """Train the Solver and the Conjecturer on this iteration's examples (either
-    may have none).  The phase writes checkpoints, not records (no ``phase_log``)."""
-    jobs = {"solver": (solver_examples(ctx, iteration), ctx.cfg.method.solver_objective),
+#: The Solver's examples of an iteration and the objective they are trained with.
+SolverJob = Callable[[RunContext, int], tuple[list[TrainExample], str]]
+
+
+def sampled_solver_job(ctx: RunContext, iteration: int) -> tuple[list[TrainExample], str]:
+    """Whole-proof mode: the chosen samples, trained with the Solver's objective."""
+    return solver_examples(ctx, iteration), ctx.cfg.method.solver_objective
+
+
+def train_policies(ctx: RunContext, iteration: int, phase_log: PhaseLog | None,
+                   solver_job: SolverJob = sampled_solver_job) -> PhaseStats:
+    """Train the Solver (on ``solver_job``'s examples: by default its chosen whole-proof
+    samples) and the Conjecturer on this iteration's examples (either may have none).
+    The phase writes checkpoints, not records (no ``phase_log``)."""
+    jobs = {"solver": solver_job(ctx, iteration),
             "conjecturer": (conjecturer_examples(ctx, iteration), CONJECTURER_OBJECTIVE)}
     learn(ctx, iteration, {role: (examples, objective) for role, (examples, objective) in jobs.items() if examples})
     return PhaseStats()
 
 
+def chosen_attempts(ctx: RunContext, iteration: int, solver_objective: Objective) -> list[tuple[Attempt, float]]:
+    """The attempts ``solver_objective`` trains on, with their weights: its choice among this
+    iteration's attempts, or among the stored proofs of recent iterations (``replay``)."""
+    if solver_objective.replay is not None:
+        return replayed_samples(ctx, iteration, solver_objective.replay)
+    attempts = ctx.store.attempts(iteration)
+    return [(attempts[s.index], s.weight) for s in select_solver_samples(attempts, solver_objective)]
+
+
 def solver_examples(ctx: RunContext, iteration: int) -> list[TrainExample]:
     solver_objective = objective(ctx.cfg.method.solver_objective)
-    if solver_objective.replay is not None:
-        chosen = replayed_samples(ctx, iteration, solver_objective.replay)
-    else:
-        attempts = ctx.store.attempts(iteration)
-        chosen = [(attempts[s.index], s.weight) for s in select_solver_samples(attempts, solver_objective)]
+    chosen = chosen_attempts(ctx, iteration, solver_objective)
     conjectures = {c.id: c for c in ctx.store.conjectures(iteration)}
     examples = []
     for attempt, weight in chosen:

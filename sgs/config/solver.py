@@ -1,0 +1,71 @@
+"""How the Solver proves in self-play (``python -m sgs``): the ``solver`` node
+of the schema (:mod:`sgs.config.schema`), in its own module so that each reads
+in one sitting, and its checks (:func:`solver_problems`).
+
+``solver.mode=sample`` (the default, the paper's method) samples whole
+proofs, ``method.num_solver_samples`` per problem.  ``solver.mode=search``
+runs the tactic-level search of ``sgs.search`` (docs/search.md) on every
+target and conjecture instead, ``solver.attempts`` times each, and trains the
+Solver on the tactic steps of the proofs it found (docs/search.md, "In
+self-play").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sgs.config.checks import Choice, at_least
+from sgs.config.evaluation import SolverSearchConfig, search_problems
+
+
+class SelfPlaySolverMode(Choice):
+    """``solver.mode``: how the Solver attempts targets and conjectures in self-play."""
+
+    #: whole proofs sampled, ``method.num_solver_samples`` per problem (the paper's method)
+    sample = "sample"
+    #: tactic-level search, ``solver.attempts`` searches per problem
+    search = "search"
+
+
+def searching(solver: "SolverConfig") -> bool:
+    """Whether the Solver runs the tactic search (its actors, a Rocq prover, the search's settings)."""
+    return SelfPlaySolverMode(solver.mode) is SelfPlaySolverMode.search
+
+
+@dataclass
+class SolverConfig:
+    """The Solver's way of proving in self-play (module docstring)."""
+
+    #: ``sample`` (whole proofs) or ``search`` (tactic-level search).
+    mode: SelfPlaySolverMode = SelfPlaySolverMode.sample
+    #: In search mode: searches per target and per conjecture.  A problem's
+    #: solve rate is the share of them whose proof the verifier pool accepted
+    #: (tactics are sampled at the Solver's temperature, so two searches of
+    #: one problem differ); ``method.num_solver_samples`` plays this part in
+    #: sample mode.
+    attempts: int = 4
+    #: In search mode: the time limit of one search (seconds), the re-check apart.
+    seconds_per_attempt: float = 20.0
+    #: In search mode: the search's settings (as ``evaluation.search``'s).
+    search: SolverSearchConfig = field(default_factory=SolverSearchConfig)
+
+
+def solver_problems(solver: SolverConfig, language: str) -> list[str]:
+    """Every problem of the ``solver`` node, each naming its key; the search's
+    settings are checked in search mode only (sample mode never reads them)."""
+    problems: list[str] = []
+    if not searching(solver):
+        return problems
+    at_least(problems, "solver.attempts", solver.attempts, 1)
+    if not solver.seconds_per_attempt > 0:
+        problems.append(f"solver.seconds_per_attempt={solver.seconds_per_attempt!r} must be positive")
+    problems.extend(search_problems(solver.search, "solver.search"))
+    if language != "rocq":
+        problems.append(f"solver.mode={solver.mode!r} searches over Rocq proof states; with "
+                        f"prover.language={language!r} use solver.mode=sample")
+    return problems
+
+
+def search_cpus(solver: SolverConfig) -> int:
+    """CPUs the search's actors reserve beside the run's other actors (one per search worker)."""
+    return solver.search.workers if searching(solver) else 0
