@@ -25,13 +25,13 @@ from transformers import AutoTokenizer
 from sgs import sft
 from sgs.analysis.evaluation import HELD_OUT_FILE, held_out_pass_at_k, read_json
 from sgs.analysis.metrics import MetricsSink, format_rate
-from sgs.config import UNELABORATED_CONJECTURES, SGSConfig, warmstart_enabled
+from sgs.config import UNELABORATED_CONJECTURES, SGSConfig, search_cpus, warmstart_enabled
 from sgs.loop.context import derived_seed
 from sgs.loop.iteration import Loop
 from sgs.loop.phases import PHASES
 from sgs.loop.weights import current_weights
-from sgs.machinery.runtime import (DASHBOARD_TOKEN_HINT, Checkpoint, build_runtime, model_paths, sampling_settings,
-                                   start_checked_pool, start_ray)
+from sgs.machinery.runtime import (DASHBOARD_TOKEN_HINT, Checkpoint, build_runtime, model_paths, reserved_cpus,
+                                   sampling_settings, start_checked_pool, start_ray)
 from sgs.state.benchmarks import Benchmark
 from sgs.state.store import Store
 
@@ -45,7 +45,8 @@ def run(cfg: SGSConfig, benchmark: Benchmark | None, store: Store) -> None:
     run_dir = store.run_dir
     paths = model_paths(cfg)
 
-    context = start_ray(cfg)
+    # The Solver's search actors (search mode) on top of what the run's actors reserve.
+    context = start_ray(cfg, reserved=reserved_cpus(cfg) + search_cpus(cfg.solver))
     dashboard = None
     if context.dashboard_url:
         dashboard = f"http://{context.dashboard_url.removeprefix('http://')}"
@@ -133,6 +134,13 @@ def _summary(cfg: SGSConfig, store: Store, loop: Loop, held_out: dict[str, dict 
         print(f"  pass@{k} per iteration, on the training targets it sampled: "
               + ", ".join(f"{m['iteration']}: {format_rate(m['pass_at_k'])}" for m in metrics))
         print(f"generations: {last['generations']}, {generation_count(cfg)}")
+        searched = {key: sum(m.get(f"search/{key}", 0) for m in metrics)
+                    for key in ("attempts", "found", "proved", "step_examples", "model_calls", "samples", "tokens")}
+        if searched["attempts"]:
+            print(f"search (solver.mode=search): {searched['attempts']} search attempts, {searched['found']} found a "
+                  f"proof, {searched['proved']} re-checked valid by the verifier pool, {searched['step_examples']} "
+                  f"tactic steps trained on; {searched['model_calls']} model calls (the generations a search "
+                  f"counts), {searched['samples']} samples, {searched['tokens']} tokens")
     before, after = held_out.get("before") or _stored_before(store), held_out.get("after")
     if after is None:
         print("held-out pass@k: not measured (no held-out target, or evaluation.k=0)")
