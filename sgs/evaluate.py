@@ -50,14 +50,13 @@ from sgs.state.benchmarks import BenchmarkError, load_benchmark
 from sgs.config import ConfigError, SGSConfig, compose_config, missing_model_directory, requirements_problems
 from sgs.config import validate
 from sgs.analysis.evaluation import BenchmarkResult, evaluate_problems
+from sgs.loop.search_prove import search_settings, tactic_sampling
 from sgs.loop.weights import checkpoint_version
 from sgs.state.records import Target
 from sgs.machinery.prompts import Prompter
-from sgs.machinery.engines import SamplingSettings
 from sgs.machinery.runtime import (Checkpoint, backend_spec, model_paths, pinned_gpus, reserved_cpus,
                                    sampling_settings, start_engines, start_ray, start_verifier_pool)
 from sgs.search.benchmark import SolverModeResult, result_table, search_problems
-from sgs.search.settings import SearchSettings
 from sgs.state.targets import TargetError
 
 
@@ -166,32 +165,18 @@ def evaluate_checkpoint(cfg: SGSConfig, benchmark: str,
         ray.shutdown()
 
 
-def search_settings(cfg: SGSConfig) -> SearchSettings:
-    """The search of ``evaluation.search``, ``evaluation.seconds_per_target`` per problem."""
-    search, seconds = cfg.evaluation.search, cfg.evaluation.seconds_per_target
-    return SearchSettings(width=search.width, max_depth=search.max_depth, lemma_seconds=seconds,
-                          tactic_seconds=min(search.tactic_seconds, seconds), finishers=tuple(search.finishers),
-                          recheck_seconds=cfg.prover.timeout)
-
-
-def tactic_sampling(cfg: SGSConfig) -> SamplingSettings:
-    """How tactics are sampled: the Solver's temperature and top-p, a tactic's length,
-    fresh randomness per call (a state asked twice may get new tactics)."""
-    solver = cfg.sampling.solver
-    return SamplingSettings(n=max(cfg.evaluation.search.width, 1), max_tokens=cfg.evaluation.search.tactic_max_tokens,
-                            temperature=solver.temperature, top_p=solver.top_p)
-
-
 def search_left(cfg: SGSConfig, engine, pool, tokenizer, benchmark: str, problems: Sequence[Target],
                 sampled: BenchmarkResult | None, left: Sequence[Target], checkpoint: str,
                 version: int | None) -> SolverModeResult:
     """The search on ``left`` (every problem, or those no sample proved), with the running engines,
     their (loaded) ``tokenizer`` and the pool."""
     evaluation = cfg.evaluation
-    settings = search_settings(cfg)
+    # The search of evaluation.search, evaluation.seconds_per_target per problem, as self-play's.
+    settings = search_settings(evaluation.search, evaluation.seconds_per_target, cfg.prover.timeout)
     started = time.perf_counter()
     searched, batches = search_problems(left, engine=engine, pool=pool, tokenizer=tokenizer,
-                                        sampling=tactic_sampling(cfg), settings=settings,
+                                        sampling=tactic_sampling(evaluation.search, cfg.sampling.solver),
+                                        settings=settings,
                                         strategy=str(evaluation.search.strategy),
                                         rocq_options=backend_spec(cfg.prover).options,
                                         workers=evaluation.search.workers)
