@@ -39,9 +39,11 @@ prover: setup
 	    --minutes $(PROVER_MINUTES) --libraries stdlib --threads 2
 	$(PY) -m sgs.prover ship $(PROVER_RUN)/checkpoint sgs/data/rocq_prover
 
-# issue 44's comparison (docs/prover.md): the learning-free baselines and the searches on
+# issues 44 and 45's comparison (docs/prover.md, docs/search.md): the learning-free baselines,
+# the searches (model, no finishers, k-NN, value) and whole-proof sampling for the same time, on
 # the held-out standard-library files and the traced targets of every project under
-# ROCQ_PROJECTS (traced first into runs/targets/, once); resumable like the command
+# ROCQ_PROJECTS (traced first into runs/targets/, once); resumable like the command (a rerun
+# skips what is done).  At 60 s: 66 minutes for the first six provers here (2026-11-29)
 ROCQ_PROJECTS ?= ../shared/data/rocq_projects
 PROOF_RATE_SECONDS ?= 60
 proof-rate: setup
@@ -52,7 +54,7 @@ proof-rate: setup
 	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs.prover proof-rate --stdlib-test $(CORPUS_DIR) \
 	    --limit 50 $$(for project in $(ROCQ_PROJECTS)/*/; do name=$$(basename $$project); echo --targets $$name=runs/targets/$$name.jsonl; done) \
 	    --corpus $(CORPUS_DIR) --seconds $(PROOF_RATE_SECONDS) --workers 2 \
-	    --provers automation,sauto,search,search-no-finishers,search-knn,search-value --out runs/proof_rate_$(PROOF_RATE_SECONDS)s
+	    --provers automation,sauto,search,search-no-finishers,search-knn,search-value,sample --out runs/proof_rate_$(PROOF_RATE_SECONDS)s
 
 # issue 46's comparison (not in CI): a seeded 25% of each shared project's traced lemmas
 # admitted in a copy, then sgs.fill's arms (a) baselines, (b) the shipped prover, (c)
