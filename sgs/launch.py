@@ -29,6 +29,7 @@ from sgs.config import UNELABORATED_CONJECTURES, SGSConfig, search_cpus, warmsta
 from sgs.loop.context import derived_seed
 from sgs.loop.iteration import Loop
 from sgs.loop.phases import PHASES
+from sgs.loop.solver_modes import solver_mode
 from sgs.loop.weights import current_weights
 from sgs.machinery.runtime import (DASHBOARD_TOKEN_HINT, Checkpoint, build_runtime, model_paths, reserved_cpus,
                                    sampling_settings, start_checked_pool, start_ray)
@@ -118,7 +119,7 @@ def _summary(cfg: SGSConfig, store: Store, loop: Loop, held_out: dict[str, dict 
              finished: str) -> None:
     """What the run did, in a few lines."""
     metrics = store.metrics()
-    k = cfg.method.num_solver_samples
+    k = solver_mode(cfg).attempts_per_problem(cfg)  # searches per problem in search mode
     print(f"\n== SGS run summary ({cfg.experiment}, model {cfg.model.name}, prover {cfg.prover.backend}) ==")
     print(f"run directory: {store.run_dir}  (metrics.jsonl, records per iteration, checkpoints/)")
     print(f"finished: {finished}")
