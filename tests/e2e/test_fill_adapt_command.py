@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.test_fill_command import make_project   # the project's files under the logical root Fill
 from tests.paths import REPO
 
 pytestmark = [pytest.mark.rocq, pytest.mark.slow]
@@ -32,7 +33,7 @@ Proof. intros n m. lia. Qed.
 
 B = """\
 Require Import Arith Lia.
-Require Import Ad.A.
+Require Import Fill.A.
 
 Lemma twice : forall n, n + 0 + 0 = n.
 Proof. intros n. rewrite !add_zero. reflexivity. Qed.
@@ -44,14 +45,6 @@ Admitted.
 #: python -m sgs at its smallest: four samples, short generations, one verifier
 SMALL = ("method.num_solver_samples=4", "sampling.solver.max_tokens=48", "sampling.conjecturer.max_tokens=48",
          "sampling.guide.max_tokens=64", "resources.verifier_workers=1")
-
-
-def make_project(root: Path, files: dict[str, str]) -> Path:
-    root.mkdir(parents=True)
-    (root / "_CoqProject").write_text("-R . Ad\n" + "".join(f"{name}\n" for name in files))
-    for name, text in files.items():
-        (root / name).write_text(text)
-    return root
 
 
 def fill(project: Path, tmp: Path, *flags: str, timeout: float = 1500) -> subprocess.CompletedProcess:
@@ -88,7 +81,7 @@ def test_the_adapted_checkpoint_is_made_and_proposes(adapted):
     # the self-play's targets: the three proved lemmas of A.v, twice, and the admitted double_zero
     [targets] = (tmp / "cache").glob("*/targets.jsonl")
     ids = {json.loads(line)["id"] for line in targets.read_text().splitlines()}
-    assert ids == {"Ad.A.add_zero", "Ad.A.zero_add", "Ad.A.swap", "Ad.B.twice", "Ad.B.double_zero"}
+    assert ids == {"Fill.A.add_zero", "Fill.A.zero_add", "Fill.A.swap", "Fill.B.twice", "Fill.B.double_zero"}
     [line] = [json.loads(line) for line in (tmp / "first.jsonl").read_text().splitlines()]
     assert line["name"] == "double_zero" and line["status"] == "proved" and line["prover"] in ("sample", "search")
     assert line["checkpoint"] == stages["sgs"]["checkpoint"]
