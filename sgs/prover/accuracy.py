@@ -39,7 +39,7 @@ from sgs.corpus.records import TheoremRecord, shards
 from sgs.prover.knn import KnnTactics
 from sgs.prover.steps import load_steps, load_theorems, tactic_key, theorem_steps
 
-__all__ = ["Predictor", "OnlinePredictor", "PREDICTORS", "Tally", "Report", "evaluate", "main"]
+__all__ = ["Predictor", "OnlinePredictor", "PREDICTORS", "LEARN_FROM_CORPUS", "Tally", "Report", "evaluate", "main"]
 
 #: the guesses each step is scored on (top-10 needs 10)
 GUESSES = 10
@@ -83,12 +83,21 @@ def _build_model(corpus: Path, checkpoint: str) -> Predictor:
     return ModelTactics(path, premises=PremisePrompts.from_corpus(corpus) if with_premises else None)
 
 
+def _build_knn_and_model(corpus: Path, checkpoint: str) -> Predictor:
+    """The k-NN and the model taking turns (:class:`sgs.search.proposers.Interleaved`)."""
+    from sgs.search.proposers import Interleaved
+    return Interleaved([_build_knn(corpus, checkpoint), _build_model(corpus, checkpoint)])
+
+
 #: name -> how to build that predictor from a corpus's training split (every
 #: library's) and a model checkpoint (``--checkpoint``; only models read it)
 PREDICTORS: dict[str, Callable[[Path, str], Predictor]] = {
     "knn": _build_knn,
     "model": _build_model,
+    "knn+model": _build_knn_and_model,
 }
+#: the predictors that learn from the corpus's training split (a model reads it only for premises)
+LEARN_FROM_CORPUS = frozenset({"knn", "knn+model"})
 
 
 @dataclass

@@ -60,7 +60,8 @@ class SearchProver:
     @property
     def needs_corpus(self) -> bool:
         """The k-NN learner and the value estimate learn from the corpus's training split."""
-        return self.predictor == "knn" or self.score != "logprob"
+        from sgs.prover.accuracy import LEARN_FROM_CORPUS
+        return self.predictor in LEARN_FROM_CORPUS or self.score != "logprob"
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ PROVERS: dict[str, Baseline | SearchProver | SamplingProver] = {
     "search": SearchProver("model", ROCQ_FINISHERS, "best-first search, the trained model proposing, finishers"),
     "search-no-finishers": SearchProver("model", (), "the same search without the finishers"),
     "search-knn": SearchProver("knn", ROCQ_FINISHERS, "best-first search, the k-NN learner proposing, finishers"),
+    "search-knn-model": SearchProver("knn+model", ROCQ_FINISHERS,
+                                     "best-first search, the k-NN and the model taking turns, finishers"),
     "search-value": SearchProver("model", ROCQ_FINISHERS, "the model's search, states ranked by log-prob + value",
                                  "logprob+value"),
     "search-knn-value": SearchProver("knn", ROCQ_FINISHERS, "the k-NN's search, states ranked by log-prob + value",

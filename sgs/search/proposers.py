@@ -17,7 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
-__all__ = ["Proposal", "Proposer", "Predictor", "RankedProposer", "FixedTactics", "WithoutNames", "names_any"]
+__all__ = ["Proposal", "Proposer", "Predictor", "RankedProposer", "FixedTactics", "Interleaved", "WithoutNames",
+           "names_any"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,27 @@ class FixedTactics:
 
     def predict(self, state: str, k: int) -> list[str]:
         return list(self.tactics[:k])
+
+
+class Interleaved:
+    """Several predictors taking turns: the first's best, the second's best, the
+    first's second, ..., each tactic once (by :func:`sgs.prover.steps.tactic_key`),
+    ``k`` in all.  The k-NN and the model prove different lemmas
+    (docs/prover.md, proof rate); at the same width, the search sees both."""
+
+    def __init__(self, predictors: Sequence[Predictor]) -> None:
+        self.predictors = tuple(predictors)
+
+    def predict(self, state: str, k: int) -> list[str]:
+        from sgs.prover.steps import tactic_key
+        answers = [predictor.predict(state, k) for predictor in self.predictors]
+        seen, merged = set(), []
+        for rank in range(k):
+            for answer in answers:
+                if rank < len(answer) and tactic_key(answer[rank]) not in seen:
+                    seen.add(tactic_key(answer[rank]))
+                    merged.append(answer[rank])
+        return merged[:k]
 
 
 class WithoutNames:

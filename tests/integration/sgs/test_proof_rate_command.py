@@ -64,12 +64,13 @@ def test_a_search_prover_runs_on_ray_actors_and_its_proofs_are_rechecked(tmp_pat
     targets = tmp_path / "targets.jsonl"
     targets.write_text(json.dumps(TARGETS[0]) + "\n")
     out = tmp_path / "out"
-    # the k-NN proposing; then the same with the value estimate (learned from the same corpus) ranking states
-    run = _run("--targets", f"tiny={targets}", "--provers", "search-knn,search-knn-value", "--corpus", str(corpus),
-               "--seconds", "60", "--expansions", "8", "--workers", "1", "--out", str(out))
+    # the k-NN proposing; the same with the value estimate (learned from the same corpus) ranking states;
+    # the k-NN and the shipped model taking turns
+    run = _run("--targets", f"tiny={targets}", "--provers", "search-knn,search-knn-value,search-knn-model",
+               "--corpus", str(corpus), "--seconds", "60", "--expansions", "8", "--workers", "1", "--out", str(out))
     assert run.returncode == 0, run.stderr
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert [row["prover"] for row in rows] == ["search-knn", "search-knn-value"]
+    assert [row["prover"] for row in rows] == ["search-knn", "search-knn-value", "search-knn-model"]
     for row in rows:
         assert row["proved"] and row["statuses"] == {"valid": 1}        # the re-check's verdict
         assert row["proof"].startswith("Proof.") and row["proof"].rstrip().endswith("Qed.")
