@@ -160,6 +160,16 @@ def run_baseline(baseline: Baseline, targets: Sequence[ProofTask], *, seconds: f
         pool.shutdown()
 
 
+def _recorder(record):
+    """``done(target, result)`` for a search's or a sampling's result: the re-check's status (or
+    how the attempt ended), and its stats and model use as the row's ``details``."""
+    def done(target: ProofTask, result: dict) -> None:
+        status = result["verdict"]["status"] if result["verdict"] else f"not_found:{result['stop']}"
+        record(target, result["proof"], result["stats"].get("seconds", 0.0), {status: 1},
+               {"stats": result["stats"], "generation": result.get("generation", {})})
+    return done
+
+
 def run_search(prover: SearchProver, targets: Sequence[ProofTask], *, seconds: float, workers: int,
                corpus: Optional[Path], checkpoint: str, record,
                forbidden: Optional[dict[str, frozenset[str]]] = None, rocq_options: Optional[dict] = None,
@@ -173,13 +183,9 @@ def run_search(prover: SearchProver, targets: Sequence[ProofTask], *, seconds: f
                               **({"max_expansions": expansions} if expansions else {}))
     spec = ProposerSpec(prover.predictor, str(corpus) if corpus else None, checkpoint)
 
-    def done(target: ProofTask, result: dict) -> None:
-        status = result["verdict"]["status"] if result["verdict"] else f"not_found:{result['stop']}"
-        record(target, result["proof"], result["stats"].get("seconds", 0.0), {status: 1})
-
     search_all(targets, settings=settings, proposer=spec,
                rocq_options={**(rocq_options or {}), "tactic_libraries": (HAMMER_TACTICS,)},
-               workers=workers, record=done, forbidden=forbidden, score=prover.score)
+               workers=workers, record=_recorder(record), forbidden=forbidden, score=prover.score)
 
 
 def run_sampling(prover: SamplingProver, targets: Sequence[ProofTask], *, seconds: float, workers: int,
@@ -189,13 +195,9 @@ def run_sampling(prover: SamplingProver, targets: Sequence[ProofTask], *, second
     ``record`` as :func:`run_baseline`'s (CoqHammer's tactics loaded as for the searches)."""
     from sgs.prover.sampling import SamplingPlan, sample_all
 
-    def done(target: ProofTask, result: dict) -> None:
-        status = result["verdict"]["status"] if result["verdict"] else f"not_found:{result['stop']}"
-        record(target, result["proof"], result["stats"].get("seconds", 0.0), {status: 1})
-
     sample_all(targets, plan=SamplingPlan(seconds, prover.samples_per_round), checkpoint=checkpoint,
                rocq_options={**(rocq_options or {}), "tactic_libraries": (HAMMER_TACTICS,)},
-               workers=workers, record=done, forbidden=forbidden)
+               workers=workers, record=_recorder(record), forbidden=forbidden)
 
 
 def summarize(rows: Sequence[dict]) -> dict[str, dict[str, dict]]:
@@ -312,11 +314,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     continue
                 group_of = {id(t): group for group, t in todo}
 
-                def record(target, proof, seconds, statuses, prover=prover, group_of=group_of):
+                def record(target, proof, seconds, statuses, details=None, prover=prover, group_of=group_of):
                     row = {"prover": prover, "group": group_of[id(target)], "target": target.id,
                            "proved": proof is not None, "proof": proof, "seconds": round(seconds, 2),
                            "statuses": statuses, "seconds_per_lemma": args.seconds,
-                           "expansions_per_lemma": args.expansions}
+                           "expansions_per_lemma": args.expansions, **({"details": details} if details else {})}
                     rows.append(row)
                     sink.write(json.dumps(row) + "\n")
                     sink.flush()

@@ -102,3 +102,6 @@ def test_whole_proof_sampling_runs_the_shipped_model_for_the_same_time(tmp_path)
     # seeded by the target: the shipped prover writes a valid proof of n + 0 = n in its first round
     assert row["proved"] and row["statuses"] == {"valid": 1}, row
     assert row["proof"].startswith("Proof.") and row["proof"].endswith("Qed.")
+    generation = row["details"]["generation"]
+    assert generation["model_calls"] >= 1 and generation["samples"] == 8 * generation["model_calls"]
+    assert row["details"]["stats"]["checked"] >= 1
