@@ -39,6 +39,8 @@ CHOICES = {
     "evaluation.contamination": ("exclude", "flag"),
     "evaluation.solver_mode": ("sample", "search", "both"),
     "evaluation.search.strategy": ("best_first", "breadth_first", "depth_first"),
+    "solver.mode": ("sample", "search"),
+    "solver.search.strategy": ("best_first", "breadth_first", "depth_first"),
     "model.dtype": ("float32", "bfloat16", "float16"),
     "prover.backend": ("lean", "rocq"),
     "prover.language": ("lean", "rocq"),
