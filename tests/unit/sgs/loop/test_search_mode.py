@@ -7,16 +7,18 @@ and the engines: tests/e2e/test_search_self_play.py."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
-from lean_env.verdict import Status, Verdict
+from lean_env.verdict import ProofTask, Status, Verdict
 from sgs import config as C
 from sgs.config import SelfPlaySolverMode
 from sgs.loop.context import Problem
-from sgs.loop.search_prove import NOT_FOUND, search_attempt, search_settings, search_verdict, tactic_sampling
+from sgs.loop.search_prove import (NOT_FOUND, SearchAttempts, search_attempt, search_settings, search_verdict,
+                                   tactic_sampling)
 from sgs.loop.search_steps import (STEP_OBJECTIVE, SearchRecord, StepChoice, chosen_steps, read_search_records,
-                                   search_metrics, search_record, step_example)
+                                   search_metrics, search_record, searches_path, step_example)
 from sgs.loop.solver_modes import SOLVER_MODES, generation_counts, solver_mode
 from sgs.method.registry import objective, weighted_nll
 from sgs.method.roles import PromptSet
@@ -80,6 +82,53 @@ def test_the_solve_rate_of_search_attempts_leaves_out_the_machinerys_failures(cf
                 search_attempt("a2", 0, PROBLEM, "p", 0, REFUSED, search_verdict(REFUSED), cfg),
                 search_attempt("a3", 0, PROBLEM, "p", 0, DIED, search_verdict(DIED), cfg)]
     assert solve_rates(attempts) == {PROBLEM.id: pytest.approx(1 / 3)}
+
+
+class AnsweringPool:
+    """A verifier pool that answers each check at the next poll with the verdict given for its id."""
+
+    def __init__(self, verdicts):
+        self.verdicts, self.submitted, self._waiting = verdicts, [], []
+
+    @property
+    def outstanding(self):
+        return len(self._waiting)
+
+    def submit(self, task):
+        self.submitted.append(task)
+        self._waiting.append(task)
+
+    def poll(self, timeout=0.0):
+        answered, self._waiting = [(task, self.verdicts[task.id]) for task in self._waiting], []
+        return answered
+
+
+def test_a_found_proof_is_stored_with_the_pools_verdict_and_a_search_without_one_at_once(tmp_path, cfg):
+    """The search's own re-check accepted the proof; the pool refuses it: the attempt is the pool's."""
+    (tmp_path / "iter_0000").mkdir()
+    pool = AnsweringPool({"conjecture/c/a0": Verdict(Status.INVALID, "axioms")})
+    ctx = SimpleNamespace(cfg=cfg, store=SimpleNamespace(run_dir=tmp_path),
+                          weights=SimpleNamespace(current={"solver": SimpleNamespace(version=2)}),
+                          rt=SimpleNamespace(pool=pool, prompter=SimpleNamespace(solver=lambda h, s: f"{h}|{s}")),
+                          monitor=SimpleNamespace(verified=lambda status, queue: None))
+    stored, ended = [], []
+    attempts = SearchAttempts(ctx, 0, SimpleNamespace(append=stored.append),
+                              {"conjecture/c/a0": PROBLEM, "conjecture/c/a1": PROBLEM}, ended.append)
+    attempts.searched(ProofTask("conjecture/c/a1", PROBLEM.header, PROBLEM.statement, ""), NOTHING)
+    assert [a.id for a in stored] == ["conjecture/c/a1"] and pool.submitted == []
+    attempts.searched(ProofTask("conjecture/c/a0", PROBLEM.header, PROBLEM.statement, ""), FOUND)
+    attempts.finish()
+    [checked] = pool.submitted
+    assert (checked.id, checked.statement, checked.proof) == ("conjecture/c/a0", PROBLEM.statement, FOUND["proof"])
+    refused = stored[1]
+    assert (refused.id, refused.verdict.reason, refused.reward, refused.verified) == ("conjecture/c/a0", "axioms",
+                                                                                     0.0, False)
+    assert refused.completion.policy_version == 2 and refused.completion.prompt_sha256 == prompt_digest(
+        f"{PROBLEM.header}|{PROBLEM.statement}")
+    assert ended == stored and (attempts.verifications, attempts.tokens) == (1, 26)
+    records = read_search_records(searches_path(tmp_path, 0))
+    assert (records["conjecture/c/a0"].status, records["conjecture/c/a0"].pool_checked) == ("invalid", True)
+    assert (records["conjecture/c/a1"].status, records["conjecture/c/a1"].pool_checked) == (NOT_FOUND, False)
 
 
 def test_the_search_and_its_tactics_take_the_solver_nodes_settings(cfg):
