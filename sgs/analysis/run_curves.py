@@ -15,14 +15,16 @@ from collections.abc import Mapping, Sequence
 from sgs.analysis.comparison import RunCurve
 from sgs.analysis.report.runs import RunData
 from sgs.analysis.report.series import Followup
+from sgs.config import SolverConfig
 
 #: The config settings that decide a run's iteration-0 samples: the base weights (the model and
 #: its warm start; not ``model.learning_rate_scale``, which only self-play training reads), how
 #: the Solver samples, and on which targets and prover.  Runs of one seed pair only when they
-#: agree on all of them; a lever that changes one (a wider model) starts elsewhere.
+#: agree on all of them; a lever that changes one (a wider model) starts elsewhere.  A Solver
+#: that searches (``solver.mode``) shares no samples with one that samples.
 START_SETTINGS = ("model.name", "model.path", "model.tokenizer_path", "model.tiny", "model.dtype", "warmstart",
                   "sampling.solver", "sampling.share_start_samples", "resources.engine_backend", "targets",
-                  "prover.backend", "method.num_solver_samples", "training.max_seq_len")
+                  "prover.backend", "method.num_solver_samples", "training.max_seq_len", "solver.mode")
 
 
 def baseline_followup(method_run: Followup, baseline: RunData) -> tuple[int, int]:
@@ -52,9 +54,11 @@ def target_sample_curve(run: RunData) -> RunCurve | None:
     """The run's cumulative solve rate against the Solver's samples on the training targets alone
     (targets attempted x ``method.num_solver_samples``, summed over iterations): what SGS spends on
     its conjectures and their reviews is left out, so that methods are compared per attempt at the
-    targets themselves.  None when a metrics line lacks ``targets_attempted``."""
+    targets themselves.  None when a metrics line lacks ``targets_attempted``, and for a Solver
+    that searches (``search/attempts``): its budget is its model calls, which the lines do not
+    split between targets and conjectures."""
     per_target = run.config.get("method", {}).get("num_solver_samples")
-    if per_target is None or any(m.get("targets_attempted") is None for m in run.metrics):
+    if per_target is None or any(m.get("targets_attempted") is None or "search/attempts" in m for m in run.metrics):
         return None
     samples, points = 0, []
     for m in run.metrics:
@@ -72,6 +76,8 @@ def start_settings(config: Mapping) -> dict[str, object]:
         for part in dotted.split("."):
             value = value.get(part) if isinstance(value, Mapping) else None
         found[dotted] = value
+    if found["solver.mode"] is None:  # a run from before the setting sampled whole proofs
+        found["solver.mode"] = str(SolverConfig().mode)
     return found
 
 
