@@ -94,7 +94,8 @@ def attempt_all(tasks: Sequence[ProofTask], *, seconds: float, workers: int, roc
         return [task for task in tasks if outcomes[task.id].proof is None]
 
     def recorder(prover: str):
-        def record(target: ProofTask, proof: Optional[str], spent: float, statuses: dict) -> None:
+        # the searches' and the samplings' runners pass their details (model use) too: not kept here
+        def record(target: ProofTask, proof: Optional[str], spent: float, statuses: dict, details=None) -> None:
             outcome = outcomes[target.id]
             outcome.seconds += spent
             outcome.count(statuses)

@@ -158,3 +158,35 @@ def test_the_summary_line_says_what_the_adaptation_cost():
         "proved 1 of 2 admitted lemmas (1 not proved, 0 errors) in 30 s; adaptation: supervised 61 s, 2.0 CPU-min")
     assert rows[0].to_json()["checkpoint"] == "/c/iter_0000" and "checkpoint" not in rows[1].to_json()
 
+
+
+def test_the_rounds_run_in_order_and_a_model_proof_names_its_checkpoint(monkeypatch):
+    """attempt_all with fake runners: the model's plan, each round on the lemmas still open,
+    a proof of the search named after the checkpoint, the runners' extra details accepted."""
+    from lean_env.verdict import ProofTask
+    from sgs.fill import attempts
+
+    tasks = [ProofTask(name, "", f"Lemma {name} : True.", "") for name in ("a", "b", "c")]
+    calls = []
+
+    def baseline(prover, todo, *, seconds, workers, record, rocq_options):
+        calls.append(("baseline", [t.id for t in todo], seconds))
+        for task in todo:
+            record(task, "Proof. easy. Qed." if task.id == "a" else None, 1.0, {"invalid": 1})
+
+    def search(prover, todo, *, seconds, workers, corpus, checkpoint, record, rocq_options):
+        calls.append(("search", [t.id for t in todo], seconds))
+        for task in todo:
+            record(task, "Proof. auto. Qed." if task.id == "b" else None, 2.0, {"valid": 1}, {"stats": {}})
+
+    monkeypatch.setattr(attempts, "run_baseline", baseline)
+    monkeypatch.setattr(attempts, "run_search", search)
+    monkeypatch.setattr(attempts, "_sample", lambda todo, **kw: calls.append(("sample", [t.id for t in todo],
+                                                                             kw["seconds"])))
+    outcomes = attempts.attempt_all(tasks, seconds=10.0, workers=2, rocq_options={}, knn_corpus=None,
+                                    checkpoint="/ckpt", rounds=("automation", "sample", "search"))
+    assert [(ids, seconds) for _, ids, seconds in calls] == [(["a", "b", "c"], 2.5), (["b", "c"], 2.0),
+                                                             (["b", "c"], 4.0)]
+    assert (outcomes["a"].prover, outcomes["a"].checkpoint) == ("automation", None)
+    assert (outcomes["b"].prover, outcomes["b"].checkpoint, outcomes["b"].seconds) == ("search", "/ckpt", 3.0)
+    assert outcomes["c"].proof is None and outcomes["c"].statuses == {"invalid": 1, "valid": 1}
