@@ -49,6 +49,11 @@ class ResourcesConfig:
     num_cpus: int | None = None
     #: GPUs the local cluster may use; null uses all of them.
     num_gpus: int | None = None
+    #: Start the Ray dashboard with a local cluster (its address is printed
+    #: when the run starts).  false leaves out its web modules, about 3
+    #: CPU-seconds at every start: the test suite's runs turn it off.  A
+    #: cluster joined through ``ray_address`` has its own.
+    include_dashboard: bool = True
     #: Rehearse a GPU placement on CPUs: the local cluster declares this many
     #: logical GPUs (in place of ``num_gpus``; cluster nodes declare theirs with
     #: ``ray start --num-gpus``) and every actor reserves and is pinned to them

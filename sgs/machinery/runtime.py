@@ -174,7 +174,8 @@ def start_ray(cfg: SGSConfig, reserved: float | None = None) -> Any:
     learner all stay alive for the whole run.  ``reserved`` is what the
     caller's actors reserve when they are not a run's (:func:`reserved_cpus`).
     It declares ``resources.simulated_gpus`` logical GPUs when that is set,
-    else ``resources.num_gpus``.  Either way each worker process of the run
+    else ``resources.num_gpus``, and starts the dashboard unless
+    ``resources.include_dashboard`` is false.  Either way each worker process of the run
     knows its own cluster's address (:func:`own_cluster_runtime_env`), so that
     another Ray cluster on the machine neither confuses Ray Train nor fills the
     console with its tracebacks.
@@ -192,7 +193,10 @@ def start_ray(cfg: SGSConfig, reserved: float | None = None) -> Any:
         # +1: Ray Train's controller needs a CPU slot beside its workers.
         needed = reserved_cpus(cfg) if reserved is None else reserved
         num_cpus = max(os.cpu_count() or 1, math.ceil(needed) + 1)
+    # None, not True, when it is on: Ray's default, which starts the dashboard where its
+    # dependencies are installed and only warns where they are not.
     return ray.init(address="local", num_cpus=num_cpus, num_gpus=declared_gpus(res),
+                    include_dashboard=None if res.include_dashboard else False,
                     runtime_env=own_cluster_runtime_env())
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.config_support import NO_DASHBOARD
 from tests.lean.lean_support import needs_fixtures, replay_command, requests, split_at_by
 from tests.paths import REPO
 
@@ -277,7 +278,8 @@ def test_evaluate_with_prover_lean(tmp_path):
     out = tmp_path / "eval"
     proc = run([sys.executable, "-m", "sgs.evaluate", *overrides, "evaluation.benchmark=minif2f-test",
                 f"evaluation.benchmark_file={bench}", "evaluation.samples_per_problem=2", "evaluation.ks=[1,2]",
-                "sampling.solver.max_tokens=16", "resources.verifier_workers=1", f"evaluation.output_dir={out}"],
+                "sampling.solver.max_tokens=16", "resources.verifier_workers=1", f"evaluation.output_dir={out}",
+                NO_DASHBOARD],
                timeout=600, SGS_CACHE_DIR=str(tmp_path / "cache"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "== pass@k on minif2f-test: 1 problems, n = 2 samples each ==" in proc.stdout

@@ -36,6 +36,7 @@ from sgs.machinery.models import build_tiny_model
 from sgs.state.records import Target
 from sgs.machinery.prompts import Prompter
 from sgs.state.targets import load_targets
+from tests.config_support import NO_DASHBOARD
 from tests.paths import REPO
 
 LEAN_HEADER = "import Mathlib\nimport Aesop\n\nopen BigOperators Real Nat Topology Rat\n\n"
@@ -459,7 +460,7 @@ def test_the_command_end_to_end(tmp_path, tiny_dir, require_rocq):
          "evaluation.samples_per_problem=2", "evaluation.ks=[1,2]", "sampling.solver.max_tokens=16",
          "evaluation.seconds_per_target=10", "evaluation.search.finishers=[auto,tauto]", "evaluation.search.width=2",
          "evaluation.search.workers=2", f"evaluation.checkpoint={tiny_dir}", f"evaluation.output_dir={out}",
-         "resources.verifier_workers=1"],
+         "resources.verifier_workers=1", NO_DASHBOARD],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"== pass@k on jsonl:{bench}: 5 problems, n = 2 samples each ==" in proc.stdout

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from lean_env.lean.checks import normalize_body
+from tests.config_support import NO_DASHBOARD
 from tests.hub_support import D3K_FILE, D3K_REPO, d3k_rows, hub_cache
 from tests.lean.standin_statement import parse_declaration
 from tests.lean.standin_tactics import Goal, run_tactic
@@ -79,7 +80,7 @@ def test_the_lean_loop_runs_with_the_repl_stand_in(tmp_path):
         [sys.executable, "-m", "sgs", "+experiment=standard", "model=tiny", "prover=lean", "resources=local_cpu",
          "scale=laptop", "iterations=1", f"targets.limit={len(chosen)}", "warmstart.epochs=6",
          f"prover.lean.repl_command={standin_command('--request-log', str(log))}",
-         f"prover.lean.project_dir={project}", f"run_dir={run_dir}",
+         f"prover.lean.project_dir={project}", f"run_dir={run_dir}", NO_DASHBOARD,
          # every valid proof's axioms come from the checker on the REPL's pickle (lake_standin.py)
          f"prover.lean.lake_command={shlex.join([sys.executable, str(LAKE_STANDIN)])}",
          f"prover.lean.writable_paths=[{tmp_path}]"],  # the stand-in's request log

@@ -36,6 +36,7 @@ from sgs.method.roles import Failure, PromptSet
 from sgs import sft
 from sgs.sft import CACHE_SUBDIR, INFO_FILE
 from sgs.state.store import Store
+from tests.config_support import NO_DASHBOARD
 from tests.conftest import MISSING_STDLIB, coqtop_without_stdlib
 from tests.loop_support import HEADER, check_run, make_targets, write_jsonl
 from tests.paths import REPO
@@ -150,8 +151,8 @@ def test_a_prover_that_cannot_check_stops_the_run_before_anything_is_sampled(tmp
     # iteration, and not after the warm start (minutes of training on a GPU).
     run_dir, cache = tmp_path / "run", tmp_path / "cache"
     env = coqtop_without_stdlib(tmp_path / "bin")
-    proc = _sgs("iterations=1", "logging.wandb_mode=disabled", f"run_dir={run_dir}", timeout=300, PATH=env["PATH"],
-                SGS_CACHE_DIR=str(cache))
+    proc = _sgs("iterations=1", "logging.wandb_mode=disabled", NO_DASHBOARD, f"run_dir={run_dir}", timeout=300,
+                PATH=env["PATH"], SGS_CACHE_DIR=str(cache))
     assert proc.returncode == 3, proc.stderr[-3000:]
     assert "this machine cannot run the config: the prover could not check the statement of target" in proc.stderr
     assert MISSING_STDLIB in proc.stderr and "Traceback" not in proc.stderr
@@ -234,6 +235,7 @@ def warm_run(tmp_path_factory, require_rocq, sgs_cache_dir):
             "sampling.solver.max_tokens=48", "sampling.conjecturer.max_tokens=64", "sampling.guide.max_tokens=96",
             "training.global_batch_size=8", "training.max_seq_len=512",
             "resources.verifier_workers=1", "logging.progress_bars=false",
+            NO_DASHBOARD,
             # Free text, so that the warm Conjecturer's ill-typed claim reaches the
             # prover (the default run's test samples under the statement grammar).
             "sampling.conjecturer_grammar=null",
@@ -406,55 +408,59 @@ def test_an_expert_iteration_run_trains_the_solver_on_the_stored_proofs_it_repla
         store.close()
 
 
-@pytest.mark.slow
-def test_parallel_sampling_samples_the_warm_start_every_iteration_and_never_trains(tmp_path, warm_run):
-    """The paper's third curve of Figure 1: the warm Solver draws k proofs per target in
+def check_parallel_sampling(store: Store, said: str) -> None:
+    """The paper's third curve of Figure 1, in a finished two-iteration run (``store``, whose
+    ``check_run`` passed; ``said``: its output): the warm Solver draws k proofs per target in
     every iteration and is never updated."""
-    run_dir = tmp_path / "run"
-    proc = _sgs("+experiment=parallel_sampling", *warm_run, "iterations=2", "logging.wandb_mode=disabled",
-                f"run_dir={run_dir}", timeout=500)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    store = check_run(run_dir, iterations=2, conjectures_per_target=0, objective="none")
-    try:
-        # No learner ran: no checkpoint, no learner numbers, no learner placement.
-        assert not store.checkpoint_iterations("solver") and not store.checkpoint_iterations("conjecturer")
-        metrics = store.metrics()
-        assert not any(key.startswith("train/") for m in metrics for key in m)
-        assert json.loads((run_dir / "placement.json").read_text())["learner"] == {}
-        # Every iteration draws fresh samples of the starting weights (policy version 0)...
-        attempts = [sorted(store.attempts(it), key=lambda a: a.id) for it in range(2)]
-        assert {a.completion.policy_version for a in attempts[0] + attempts[1]} == {0}
-        assert [a.completion.text for a in attempts[0]] != [a.completion.text for a in attempts[1]]
-        # ...k per training target: generations = k x targets x iterations.
-        training = sum(not t.held_out for t in store.targets)
-        assert [m["generations"] for m in metrics] == [4 * training, 4 * training * 2]
-        assert metrics[0]["cumulative_solve_rate"] <= metrics[1]["cumulative_solve_rate"]
-    finally:
-        store.close()
-    assert re.search(r"held-out pass@4 on 1 targets: \S+ \(policy version 0\) -> \S+ \(policy version 0\)",
-                     proc.stdout)
+    run_dir = store.run_dir
+    # No learner ran: no checkpoint, no learner numbers, no learner placement.
+    assert not store.checkpoint_iterations("solver") and not store.checkpoint_iterations("conjecturer")
+    metrics = store.metrics()
+    assert not any(key.startswith("train/") for m in metrics for key in m)
+    assert json.loads((run_dir / "placement.json").read_text())["learner"] == {}
+    # Every iteration draws fresh samples of the starting weights (policy version 0)...
+    attempts = [sorted(store.attempts(it), key=lambda a: a.id) for it in range(2)]
+    assert {a.completion.policy_version for a in attempts[0] + attempts[1]} == {0}
+    assert [a.completion.text for a in attempts[0]] != [a.completion.text for a in attempts[1]]
+    # ...k per training target: generations = k x targets x iterations.
+    training = sum(not t.held_out for t in store.targets)
+    assert [m["generations"] for m in metrics] == [4 * training, 4 * training * 2]
+    assert metrics[0]["cumulative_solve_rate"] <= metrics[1]["cumulative_solve_rate"]
+    assert re.search(r"held-out pass@4 on 1 targets: \S+ \(policy version 0\) -> \S+ \(policy version 0\)", said)
     # The report draws its curve, labelled by the experiment.
     page = check_report(run_dir / "report" / "report.md")
     assert f"| parallel_sampling | {run_dir} | 2 | {4 * training * 2} |" in page
 
 
+def start_samples(store: Store) -> dict[str, tuple]:
+    """Iteration 0's samples on the targets, by id: their text and what became of them."""
+    return {a.id: (a.completion.text, a.verdict.status if a.verdict else a.extraction_error)
+            for a in store.attempts(0) if a.problem_kind == "target"}
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # two runs, each starting Ray and its engines: over 500 s at load 15 here
 def test_multirun_sweep_gives_each_experiment_its_own_run(tmp_path, warm_run):
+    """``python -m sgs -m``: a run per experiment in a folder of its own, both from the shared
+    start cache, then the report command on both.  The sweep's experiments are parallel sampling
+    (:func:`check_parallel_sampling`) and the method without a Guide, two iterations each: one
+    command for what took two (every run starts Ray, its engines and the verifier pool; the
+    standard method runs end to end in the killed-and-resumed run and in the default run)."""
     run_dir = tmp_path / "sweep"
-    proc = _sgs("-m", "+experiment=standard,no_guide", *warm_run, "iterations=1", "logging.wandb_mode=disabled",
-                f"run_dir={run_dir}", timeout=1500)
+    proc = _sgs("-m", "+experiment=parallel_sampling,no_guide", *warm_run, "iterations=2",
+                "logging.wandb_mode=disabled", f"run_dir={run_dir}", timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     starts = []
-    for job, experiment, guide in (("0", "standard", True), ("1", "no_guide", False)):
-        store = check_run(run_dir / job, iterations=1, conjectures_per_target=1)
+    jobs = (("0", "parallel_sampling", 0, "none"), ("1", "no_guide", 1, "reinforce_half"))
+    for job, experiment, cpt, objective in jobs:
+        store = check_run(run_dir / job, iterations=2, conjectures_per_target=cpt, objective=objective)
         try:
-            assert store.config["experiment"] == experiment
-            assert store.config["method"]["use_guide"] is guide
-            if not guide:
-                assert all(s.guide_output is None for s in store.conjecture_scores(0).values())
-            starts.append({a.id: (a.completion.text, a.verdict.status if a.verdict else a.extraction_error)
-                           for a in store.attempts(0) if a.problem_kind == "target"})
+            assert store.config["experiment"] == experiment and store.config["method"]["use_guide"] is False
+            if experiment == "parallel_sampling":
+                check_parallel_sampling(store, proc.stdout)
+            else:
+                assert all(s.guide_output is None for it in range(2) for s in store.conjecture_scores(it).values())
+            starts.append(start_samples(store))
         finally:
             store.close()
     # Same seed and warm start: both experiments start from the same samples on the
@@ -466,7 +472,8 @@ def test_multirun_sweep_gives_each_experiment_its_own_run(tmp_path, warm_run):
                              "--format", "html"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-3000:]
     page = check_report(tmp_path / "report" / "report.html")
-    assert "<td>standard</td>" in page and "no_guide: no Guide reviews (its experiment has no Guide)" in page
+    assert "<td>parallel_sampling</td>" in page and "<td>no_guide</td>" in page
+    assert "no_guide: no Guide reviews (its experiment has no Guide)" in page
 
 
 @pytest.mark.slow
@@ -490,6 +497,9 @@ def test_the_default_run_warm_starts_and_prints_its_summary(tmp_path, require_ro
     assert "held-out pass@8 on 4 targets:" in summary
     assert "per phase: conjecture" in summary and "warm start" in summary
     assert f"report: {run_dir / 'report' / 'report.md'}" in summary
+    # The one test run with Ray's dashboard, as make demo starts it: its address said at the start and at the end.
+    assert re.search(r"^Ray dashboard: http://\S+:\d+ \(", out, re.MULTILINE), out[:3000]
+    assert "Ray dashboard (while a run is going): http://" in summary
     check_report(run_dir / "report" / "report.md")  # every figure of the report, from a real run
     store = check_run(run_dir, iterations=1, conjectures_per_target=1, k=8)
     try:

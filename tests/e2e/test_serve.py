@@ -39,6 +39,7 @@ from sgs.machinery.models import build_tiny_model
 from sgs.machinery.prompts import Prompter
 from sgs.method.roles import PromptSet
 from sgs.serve.client import call, wait_until_up
+from tests.config_support import NO_DASHBOARD
 from tests.paths import REPO
 from tests.unit.sgs.serve.test_serve_in_process import FALSE, RIGHT, TRUE, WRONG, make_run
 
@@ -95,7 +96,8 @@ def server(tmp_path_factory, require_rocq):
     command = [sys.executable, "-m", "sgs.serve", f"checkpoint={run_dir}", f"serve.port={port}",
                "resources.verifier_workers=1", "sampling.solver.max_tokens=32", "serve.max_attempts=32",
                "serve.max_ongoing_requests=4", "serve.max_queued_requests=8", "serve.default_timeout_s=60",
-               "evaluation.search.workers=1", "evaluation.search.width=2", "evaluation.search.finishers=[auto]"]
+               "evaluation.search.workers=1", "evaluation.search.width=2", "evaluation.search.finishers=[auto]",
+               NO_DASHBOARD]
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "SGS_CACHE_DIR": str(root / "cache")}
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)

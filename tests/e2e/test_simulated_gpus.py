@@ -36,7 +36,7 @@ from sgs.machinery.placement import ENGINE_SLEEP_FILE, PLACEMENT_FILE
 from sgs.machinery.runtime import pinned_gpus
 from sgs.state.store import Store
 from tests.local_ray_cluster import LocalRayCluster, default_address_file_names
-from tests.config_support import compose_cfg
+from tests.config_support import NO_DASHBOARD, compose_cfg
 from tests.e2e.test_loop import warm_run  # noqa: F401  (warm_run is a fixture used here)
 from tests.paths import REPO
 
@@ -48,7 +48,7 @@ def small(warm_run: list[str]) -> list[str]:
 
 def sgs_command(*overrides: str) -> list[str]:
     return [sys.executable, "-m", "sgs", "+experiment=standard", *overrides, "iterations=1",
-            "logging.wandb_mode=disabled"]
+            "logging.wandb_mode=disabled", NO_DASHBOARD]
 
 
 def read_json(path: Path) -> dict:
