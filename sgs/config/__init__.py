@@ -112,7 +112,7 @@ from sgs.config.schema import (  # noqa: F401  (the package's public names)
     WeightTransfer,
 )
 from sgs.config.serve import ServeConfig, serve_problems  # noqa: F401  (the package's public names)
-from sgs.config.solver import search_cpus, searching  # noqa: F401  (the package's public names)
+from sgs.config.solver import attempt_expansions, search_cpus, searching  # noqa: F401  (the package's public names)
 from sgs.config.derived import (  # noqa: F401  (the package's public names)
     declared_gpus,
     engine_backend,

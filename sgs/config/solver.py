@@ -40,10 +40,18 @@ class SolverConfig:
     mode: SelfPlaySolverMode = SelfPlaySolverMode.sample
     #: In search mode: searches per target and per conjecture.  A problem's
     #: solve rate is the share of them whose proof the verifier pool accepted
-    #: (tactics are sampled at the Solver's temperature, so two searches of
-    #: one problem differ); ``method.num_solver_samples`` plays this part in
+    #: (each with its own budget, ``expansions``, and tactics sampled at the
+    #: Solver's temperature); ``method.num_solver_samples`` plays this part in
     #: sample mode.
     attempts: int = 4
+    #: In search mode: the most states each of a problem's searches expands,
+    #: growing: attempt j gets entry j (past the end, the last entry).  The finishers are deterministic, so searches
+    #: with equal budgets mostly agree (all or none of a conjecture's attempts
+    #: succeed, and the Conjecturer earns nothing); with growing budgets the solve
+    #: rate says how much search a problem needs: one proved at the root by every
+    #: attempt scores 1, one only the largest budget proves 1/attempts.  Empty:
+    #: every search the same, bounded by its time alone.
+    expansions: list[int] = field(default_factory=lambda: [1, 4, 16, 64])
     #: In search mode: the time limit of one search (seconds), the re-check apart.
     seconds_per_attempt: float = 20.0
     #: In search mode: the search's settings (as ``evaluation.search``'s).
@@ -57,6 +65,10 @@ def solver_problems(solver: SolverConfig, language: str) -> list[str]:
     if not searching(solver):
         return problems
     at_least(problems, "solver.attempts", solver.attempts, 1)
+    budgets = list(solver.expansions)
+    if budgets and (min(budgets) < 1 or budgets != sorted(budgets)):
+        problems.append(f"solver.expansions={budgets!r} must be budgets of at least 1 state, growing "
+                        "(or empty: equal budgets)")
     if not solver.seconds_per_attempt > 0:
         problems.append(f"solver.seconds_per_attempt={solver.seconds_per_attempt!r} must be positive")
     problems.extend(search_problems(solver.search, "solver.search"))
@@ -64,6 +76,11 @@ def solver_problems(solver: SolverConfig, language: str) -> list[str]:
         problems.append(f"solver.mode={solver.mode!r} searches over Rocq proof states; with "
                         f"prover.language={language!r} use solver.mode=sample")
     return problems
+
+
+def attempt_expansions(solver: SolverConfig, attempt: int) -> int | None:
+    """The most states attempt ``attempt`` (0-based) of a problem expands; None: its time alone bounds it."""
+    return solver.expansions[min(attempt, len(solver.expansions) - 1)] if solver.expansions else None
 
 
 def search_cpus(solver: SolverConfig) -> int:

@@ -27,7 +27,7 @@ from typing import Any
 import ray
 
 from lean_env.verdict import ProofTask, Status, Verdict
-from sgs.config import RoleSampling, SGSConfig
+from sgs.config import RoleSampling, SGSConfig, attempt_expansions
 from sgs.config.evaluation import SolverSearchConfig
 from sgs.loop.context import Problem, RunContext, attempt_id
 from sgs.loop.prove import early_reviews, problems, with_early_reviews
@@ -49,11 +49,14 @@ __all__ = ["NOT_FOUND", "prove_by_search", "search_attempt", "search_settings", 
 NOT_FOUND = "search_not_found"
 
 
-def search_settings(search: SolverSearchConfig, seconds: float, recheck_seconds: float) -> SearchSettings:
-    """One search of the ``search`` node, ``seconds`` long (a tactic never longer)."""
+def search_settings(search: SolverSearchConfig, seconds: float, recheck_seconds: float,
+                    expansions: int | None = None) -> SearchSettings:
+    """One search of the ``search`` node, ``seconds`` long (a tactic never longer), expanding
+    at most ``expansions`` states (None: as many as the time allows)."""
     return SearchSettings(width=search.width, max_depth=search.max_depth, lemma_seconds=seconds,
                           tactic_seconds=min(search.tactic_seconds, seconds), finishers=tuple(search.finishers),
-                          recheck_seconds=recheck_seconds)
+                          recheck_seconds=recheck_seconds,
+                          **({"max_expansions": expansions} if expansions is not None else {}))
 
 
 def tactic_sampling(search: SolverSearchConfig, solver: RoleSampling) -> SamplingSettings:
@@ -148,16 +151,19 @@ class SearchAttempts:
         self.on_attempt(attempt)
 
 
-def run_searches(ctx: RunContext, todo: Mapping[str, Problem], attempts: SearchAttempts) -> int:
-    """Search every attempt of ``todo`` through the Solver's engines; the engine batches
-    the model calls went out in."""
+def run_searches(ctx: RunContext, todo: Mapping[str, Problem], attempts: SearchAttempts,
+                 budgets: Mapping[str, int | None]) -> int:
+    """Search every attempt of ``todo`` through the Solver's engines, each expanding at most
+    its ``budgets`` states; the engine batches the model calls went out in."""
     cfg, solver = ctx.cfg, ctx.cfg.solver
     queue = TacticQueue.remote()
     pump = EnginePump(ctx.rt.engines["solver"], queue, tactic_sampling(solver.search, cfg.sampling.solver),
                       TacticReader(ctx.rt.prompter.tokenizer))
     tasks = [ProofTask(aid, p.header, p.statement, "", load_path=p.load_path) for aid, p in todo.items()]
     try:
-        search_all(tasks, settings=search_settings(solver.search, solver.seconds_per_attempt, cfg.prover.timeout),
+        settings = {budget: search_settings(solver.search, solver.seconds_per_attempt, cfg.prover.timeout, budget)
+                    for budget in set(budgets.values())}
+        search_all(tasks, settings=lambda task: settings[budgets[task.id]],
                    proposer=ProposerSpec(ENGINE, engine=queue), rocq_options=backend_spec(cfg.prover).options,
                    workers=solver.search.workers, record=attempts.searched, strategy=str(solver.search.strategy),
                    pump=pump)
@@ -171,8 +177,11 @@ def prove_by_search(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> Pha
     """The prove phase of ``solver.mode=search`` (module docstring)."""
     solver = ctx.cfg.solver
     stored = phase_log.ids("attempt")
-    todo = {aid: p for p in problems(ctx, iteration) for j in range(solver.attempts)
-            if (aid := attempt_id(p, j)) not in stored}
+    todo, budgets = {}, {}
+    for problem in problems(ctx, iteration):
+        for j in range(solver.attempts):
+            if (aid := attempt_id(problem, j)) not in stored:
+                todo[aid], budgets[aid] = problem, attempt_expansions(solver, j)
     bar = ctx.bar(iteration, "prove", len(todo))
     early = early_reviews(ctx, iteration, phase_log, solver.attempts) if ctx.cfg.method.use_guide else None
 
@@ -185,7 +194,7 @@ def prove_by_search(ctx: RunContext, iteration: int, phase_log: PhaseLog) -> Pha
 
     def search() -> PhaseStats:
         if todo:
-            run_searches(ctx, todo, attempts)
+            run_searches(ctx, todo, attempts, budgets)
         return PhaseStats(tokens=attempts.tokens, verifications=attempts.verifications)
 
     drawn = with_early_reviews(early, search)

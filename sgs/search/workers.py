@@ -129,11 +129,13 @@ def failed(task: ProofTask, reason: str) -> dict:
             "generation": {}}
 
 
-def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer: ProposerSpec,
+def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings | Callable[[ProofTask], SearchSettings],
+               proposer: ProposerSpec,
                rocq_options: dict, workers: int, record: Callable[[ProofTask, dict], None],
                strategy: str = "best_first", forbidden: Optional[Mapping[str, frozenset[str]]] = None,
                pump: Any = None, score: str = "logprob") -> None:
-    """Search every task on ``workers`` actors, ranking states by ``score``;
+    """Search every task on ``workers`` actors with ``settings`` (or ``settings(task)``: a
+    task's own), ranking states by ``score``;
     ``record(task, result)`` as each finishes;
     ``forbidden``: by task id, lemmas its searches may not name; ``pump``: an
     :class:`~sgs.search.engine_calls.EnginePump` to drive while waiting (the
@@ -141,7 +143,8 @@ def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings, proposer
     forbidden = forbidden or {}
     drive_actors(tasks, start=lambda: SearchWorker.remote(rocq_options, proposer),
                  submit=lambda worker, task: worker.search.remote(
-                     task, settings, strategy, forbidden.get(task.id, frozenset()), score),
+                     task, settings(task) if callable(settings) else settings, strategy,
+                     forbidden.get(task.id, frozenset()), score),
                  workers=workers, record=record, pump=pump, what="search")
 
 

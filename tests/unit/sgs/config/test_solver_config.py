@@ -46,6 +46,20 @@ def test_search_settings_are_checked_in_search_mode(overrides, problem):
     assert any(problem in p for p in found), found
 
 
+@pytest.mark.parametrize("budgets", [[1, 0, 4, 8], [1, 16, 4, 64]])   # a search that may expand nothing; shrinking
+def test_the_searches_budgets_are_checked(budgets):
+    found = problems_of("solver.mode=search", f"solver.expansions=[{','.join(map(str, budgets))}]")
+    assert [p for p in found if p.startswith("solver.expansions=")] == [
+        f"solver.expansions={budgets!r} must be budgets of at least 1 state, growing (or empty: equal budgets)"]
+
+
+def test_each_search_of_a_problem_gets_its_own_budget_the_last_repeating():
+    cfg = C.validate(compose_cfg("solver.mode=search", "solver.attempts=6"))
+    assert [C.attempt_expansions(cfg.solver, j) for j in range(6)] == [1, 4, 16, 64, 64, 64]
+    equal = C.validate(compose_cfg("solver.mode=search", "solver.expansions=[]"))
+    assert C.attempt_expansions(equal.solver, 0) is None
+
+
 def test_a_mode_that_does_not_exist_is_named_with_the_ones_that_do():
     assert override_problems(["solver.mode=beam"]) == ["solver.mode='beam' is not one of sample, search"]
 
