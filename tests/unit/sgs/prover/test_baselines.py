@@ -35,13 +35,14 @@ def test_the_table_counts_targets_and_rates_per_group_and_prover():
     assert "1 (0.500)" in text and text.splitlines()[2].split()[:2] == ["h", "1"]
 
 
-def test_every_prover_of_the_comparison_is_a_baseline_or_a_search():
+def test_every_prover_of_the_comparison_is_a_baseline_a_search_or_sampling():
     from sgs.prover.accuracy import PREDICTORS
-    from sgs.prover.proof_rate import PROVERS, SearchProver
+    from sgs.prover.proof_rate import PROVERS, SamplingProver, SearchProver
     from sgs.prover.baselines import Baseline
     assert set(BASELINES) <= set(PROVERS)
     searches = {name: p for name, p in PROVERS.items() if isinstance(p, SearchProver)}
-    assert all(isinstance(p, (Baseline, SearchProver)) for p in PROVERS.values())
+    assert all(isinstance(p, (Baseline, SearchProver, SamplingProver)) for p in PROVERS.values())
+    assert [name for name, p in PROVERS.items() if isinstance(p, SamplingProver)] == ["sample"]
     assert {p.predictor for p in searches.values()} <= set(PREDICTORS)
     assert searches["search-no-finishers"].finishers == () and "sauto" in searches["search"].finishers
 
