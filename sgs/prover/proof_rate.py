@@ -43,6 +43,7 @@ from lean_env.verdict import ProofTask, Status
 from sgs.prover.baselines import BASELINES, HAMMER_TACTICS, Baseline, baseline_tasks, target_of
 from sgs.prover.steps import load_theorems
 from sgs.search.settings import ROCQ_FINISHERS, SearchSettings
+from sgs.state.files import cut_torn_tail
 
 __all__ = ["SearchProver", "SamplingProver", "PROVERS", "stdlib_test_targets", "project_targets", "run_baseline",
            "run_search", "run_sampling", "summarize", "main"]
@@ -227,9 +228,12 @@ def format_summary(table: dict[str, dict[str, dict]], provers: Sequence[str]) ->
 
 
 def _read_rows(path: Path) -> list[dict]:
+    """The finished rows; a last line without its newline (a run killed while writing it) is not one."""
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = path.read_text()
+    lines = text.split("\n")[:-1]   # whatever follows the last newline is torn or empty
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,6 +303,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"error: {problem}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
+    if results.is_file():
+        cut_torn_tail(results)   # the torn row's target runs again
     done = {(r["prover"], r["group"], r["target"]) for r in rows}
     import ray
     ray.init(num_cpus=args.workers, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)

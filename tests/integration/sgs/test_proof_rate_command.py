@@ -105,3 +105,21 @@ def test_whole_proof_sampling_runs_the_shipped_model_for_the_same_time(tmp_path)
     generation = row["details"]["generation"]
     assert generation["model_calls"] >= 1 and generation["samples"] == 8 * generation["model_calls"]
     assert row["details"]["stats"]["checked"] >= 1
+
+
+def test_a_row_torn_by_a_killed_run_is_cut_and_its_target_run_again(tmp_path):
+    targets = tmp_path / "targets.jsonl"
+    targets.write_text("".join(json.dumps(t) + "\n" for t in TARGETS))
+    out = tmp_path / "out"
+    out.mkdir()
+    done = {"prover": "automation", "group": "tiny", "target": "easy_arith", "proved": True,
+            "proof": "Proof.\n  lia.\nQed.", "seconds": 0.5, "statuses": {"valid": 1}, "seconds_per_lemma": 12.0,
+            "expansions_per_lemma": None}
+    torn = json.dumps({**done, "target": "rev_rev", "proved": False})[:40]
+    (out / "results.jsonl").write_text(json.dumps(done) + "\n" + torn)
+    run = _run("--targets", f"tiny={targets}", "--provers", "automation", "--seconds", "12", "--workers", "1",
+               "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["target"], r["proved"]) for r in rows] == [("easy_arith", True), ("rev_rev", False)]
+    assert rows[1]["statuses"] == {"invalid": 12}     # tried now, not read from the torn line
