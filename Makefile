@@ -54,7 +54,7 @@ proof-rate: setup
 	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs.prover proof-rate --stdlib-test $(CORPUS_DIR) \
 	    --limit 50 $$(for project in $(ROCQ_PROJECTS)/*/; do name=$$(basename $$project); echo --targets $$name=runs/targets/$$name.jsonl; done) \
 	    --corpus $(CORPUS_DIR) --seconds $(PROOF_RATE_SECONDS) --workers 2 \
-	    --provers automation,sauto,search,search-no-finishers,search-knn,search-value,sample --out runs/proof_rate_$(PROOF_RATE_SECONDS)s
+	    --provers automation,sauto,search,search-no-finishers,search-knn,search-value,search-knn-model,sample --out runs/proof_rate_$(PROOF_RATE_SECONDS)s
 
 # issue 46's comparison (not in CI): a seeded 25% of each shared project's traced lemmas
 # admitted in a copy, then sgs.fill's arms (a) baselines, (b) the shipped prover, (c)
