@@ -64,7 +64,7 @@ def test_the_calls_of_many_searches_reach_the_engines_as_one_batch(ray_session):
     group = ScriptedGroup()
     # the four calls go out back to back; a generous linger keeps them in one take on a loaded
     # machine (at 0.3 s a CI run under load once split the first call off)
-    queue = TacticQueue.remote(linger_s=2.0)
+    queue = TacticQueue.remote(linger_s=10.0)
     try:
         pump = EnginePump(group, queue, SamplingSettings(max_tokens=8, temperature=0.7), EchoReader(),
                           take_timeout_s=0.5)
