@@ -167,4 +167,5 @@ def sample_all(tasks: Sequence[ProofTask], *, plan: SamplingPlan, checkpoint: st
     forbidden = forbidden or {}
     drive_actors(tasks, start=lambda: SamplingWorker.remote(rocq_options, checkpoint),
                  submit=lambda worker, task: worker.attempt.remote(task, plan, forbidden.get(task.id, frozenset())),
-                 workers=workers, record=record, what="sampling")
+                 seconds=lambda task: plan.seconds + plan.check_seconds, workers=workers, record=record,
+                 what="sampling")

@@ -4,9 +4,9 @@ A :class:`SearchWorker` builds its prover (a :class:`~lean_env.rocq.backend.Rocq
 with the run's settings) and its proposer once, then runs one search per
 call.  :func:`search_all` keeps ``workers`` of them busy, hands out the
 targets as they free up, and reports each result as it arrives.  A worker
-that dies (its process killed, out of memory) is replaced and its target is
-reported as a ``system_error``, never as a failed proof, and never retried
-without a bound.
+that dies (its process killed, out of memory) or outlives its call's bound
+(its budget plus :data:`CALL_SLACK_SECONDS`: hung) is replaced and its target
+is reported as a ``system_error``, never as a failed proof, and never retried.
 
 The proposer is named, not passed (:class:`ProposerSpec`), because a model
 or a k-NN index is built inside the worker's process: the predictors of
@@ -21,6 +21,7 @@ ends as ``system_error`` too.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -30,10 +31,17 @@ import ray
 from lean_env.verdict import ProofTask
 from sgs.search.settings import SearchSettings
 
-__all__ = ["ENGINE", "ProposerSpec", "SearchWorker", "search_all", "drive_actors", "failed"]
+__all__ = ["ENGINE", "ProposerSpec", "SearchWorker", "search_all", "search_bound", "drive_actors", "failed"]
 
 #: the :attr:`ProposerSpec.predictor` of tactics sampled through the engines
 ENGINE = "engine"
+
+#: what a new actor may take to build (its model, its k-NN index over a corpus, its Rocq
+#: session) on a loaded machine, on top of its first call's bound
+ACTOR_START_SECONDS = 600.0
+#: what a call may take past its own budget (one last tactic or model call, the
+#: re-check's start) before its actor is taken for hung
+CALL_SLACK_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -141,44 +149,74 @@ def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings | Callabl
     :class:`~sgs.search.engine_calls.EnginePump` to drive while waiting (the
     workers' model calls)."""
     forbidden = forbidden or {}
+
+    def settings_of(task: ProofTask) -> SearchSettings:
+        return settings(task) if callable(settings) else settings
+
     drive_actors(tasks, start=lambda: SearchWorker.remote(rocq_options, proposer),
                  submit=lambda worker, task: worker.search.remote(
-                     task, settings(task) if callable(settings) else settings, strategy,
-                     forbidden.get(task.id, frozenset()), score),
+                     task, settings_of(task), strategy, forbidden.get(task.id, frozenset()), score),
+                 seconds=lambda task: search_bound(settings_of(task)),
                  workers=workers, record=record, pump=pump, what="search")
 
 
+def search_bound(settings: SearchSettings) -> float:
+    """The most a search with ``settings`` may take: its budget, its last tactic, its re-check."""
+    return settings.lemma_seconds + settings.tactic_seconds + settings.recheck_seconds
+
+
 def drive_actors(tasks: Sequence[ProofTask], *, start: Callable[[], Any], submit: Callable[[Any, ProofTask], Any],
-                 workers: int, record: Callable[[ProofTask, dict], None], pump: Any = None,
-                 what: str = "attempt") -> None:
+                 seconds: Callable[[ProofTask], float], workers: int, record: Callable[[ProofTask, dict], None],
+                 pump: Any = None, what: str = "attempt", start_seconds: float = ACTOR_START_SECONDS) -> None:
     """Keep ``workers`` actors (each from ``start()``) busy with ``submit(actor, task)``
     until every task is done, calling ``record(task, result)`` as each ends.  A
-    dead actor is replaced and its task recorded as a :func:`failed` one (never
-    retried); a call that raised leaves its actor in place."""
+    dead actor, or one whose call outlives ``seconds(task)`` plus
+    :data:`CALL_SLACK_SECONDS` (plus ``start_seconds`` on a new actor), is
+    replaced and its task recorded as a :func:`failed` one (never retried); a
+    call that raised leaves its actor in place."""
     pool = [start() for _ in range(max(1, min(workers, len(tasks))))]
+    fresh = set(range(len(pool)))      # actors that have not finished a call yet: still building
     queue = list(tasks)
-    running: dict[ray.ObjectRef, tuple[int, ProofTask]] = {}
-    for index in range(len(pool)):
+    running: dict[ray.ObjectRef, tuple[int, ProofTask, float]] = {}
+
+    def hand_out(index: int) -> None:
         if queue:
             task = queue.pop(0)
-            running[submit(pool[index], task)] = (index, task)
+            bound = seconds(task) + CALL_SLACK_SECONDS + (start_seconds if index in fresh else 0.0)
+            running[submit(pool[index], task)] = (index, task, time.monotonic() + bound)
+
+    for index in range(len(pool)):
+        hand_out(index)
     while running:
-        ready, _ = ray.wait(list(running) + (pump.waitables() if pump is not None else []), num_returns=1)
+        wait = max(0.0, min(deadline for _, _, deadline in running.values()) - time.monotonic())
+        ready, _ = ray.wait(list(running) + (pump.waitables() if pump is not None else []), num_returns=1,
+                            timeout=wait)
         if pump is not None:
             pump.advance()
+        if not ready:
+            for ref, (index, task, deadline) in list(running.items()):
+                if deadline <= time.monotonic():
+                    del running[ref]
+                    ray.kill(pool[index])
+                    record(task, failed(task, f"{what} worker hung: no answer within its bound"))
+                    pool[index] = start()
+                    fresh.add(index)
+                    hand_out(index)
+            continue
         if ready[0] not in running:
             continue
-        index, task = running.pop(ready[0])
+        index, task, _ = running.pop(ready[0])
         try:
             result = ray.get(ready[0])
+            fresh.discard(index)
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as error:
             result = failed(task, f"{what} worker died: {type(error).__name__}")
             pool[index] = start()
+            fresh.add(index)
         except ray.exceptions.RayTaskError as error:  # the call raised (a model call failed); the worker lives
             result = failed(task, f"{what} failed: {type(error.cause).__name__}: {error.cause}"[:500])
+            fresh.discard(index)
         record(task, result)
-        if queue:
-            task = queue.pop(0)
-            running[submit(pool[index], task)] = (index, task)
+        hand_out(index)
     for actor in pool:
         ray.kill(actor)

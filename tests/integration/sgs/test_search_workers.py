@@ -1,22 +1,26 @@
 """Searches on Ray actors: results arrive per target, and a worker that cannot run is a system error for its
-targets (never a failed proof), replaced, with the run going on to the end."""
+targets (never a failed proof), replaced, with the run going on to the end; so is one that hangs."""
 
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
+import ray
 
 from lean_env.verdict import ProofTask
+from sgs.search import workers
 from sgs.search.settings import SearchSettings
-from sgs.search.workers import ProposerSpec, search_all
+from sgs.search.workers import ProposerSpec, drive_actors, search_all
 
-pytestmark = pytest.mark.skipif(shutil.which("coqtop") is None, reason="needs coqtop")
+needs_coqtop = pytest.mark.skipif(shutil.which("coqtop") is None, reason="needs coqtop")
 
 TASKS = [ProofTask(id=f"t{i}", header="Require Import Arith Lia.", statement=f"Theorem t{i} : {i} + 0 = {i}.",
                    proof="") for i in range(3)]
 
 
+@needs_coqtop
 def test_finishers_alone_prove_on_two_actors_and_each_result_is_rechecked(ray_session):
     results = {}
     search_all(TASKS, settings=SearchSettings(width=0, lemma_seconds=20, finishers=("lia",)), proposer=ProposerSpec(),
@@ -26,6 +30,7 @@ def test_finishers_alone_prove_on_two_actors_and_each_result_is_rechecked(ray_se
     assert all(r["proof"] == "Proof.\n  lia.\nQed." for r in results.values())
 
 
+@needs_coqtop
 def test_a_worker_that_dies_is_a_system_error_and_the_run_goes_on(ray_session):
     results = {}
     search_all(TASKS, settings=SearchSettings(width=0, lemma_seconds=5), proposer=ProposerSpec(),
@@ -35,3 +40,34 @@ def test_a_worker_that_dies_is_a_system_error_and_the_run_goes_on(ray_session):
     for result in results.values():      # its constructor fails: no coqtop there
         assert not result["proved"] and result["stop"] == "system_error"
         assert result["verdict"] == {"status": "system_error", "reason": "search worker died: ActorDiedError"}
+
+
+@ray.remote
+class Stalling:
+    """Answers every task at once but ``hang``, on which it sleeps past any bound."""
+
+    def attempt(self, task: ProofTask) -> dict:
+        if task.id == "hang":
+            time.sleep(3600)
+        return {"target": task.id, "proved": True}
+
+
+def test_a_hung_call_is_a_system_error_its_actor_replaced_and_the_rest_still_answered(ray_session, monkeypatch):
+    monkeypatch.setattr(workers, "CALL_SLACK_SECONDS", 0.0)
+    started, results = [], {}
+
+    def start():
+        started.append(Stalling.remote())
+        return started[-1]
+
+    tasks = [ProofTask(id=name, header="", statement="", proof="") for name in ("a", "hang", "b", "c")]
+    drive_actors(tasks, start=start, submit=lambda actor, task: actor.attempt.remote(task),
+                 seconds=lambda task: 3.0, start_seconds=5.0, workers=1, what="sampling",
+                 record=lambda task, result: results.setdefault(task.id, result))
+    assert set(results) == {"a", "hang", "b", "c"}
+    assert [results[name]["proved"] for name in ("a", "b", "c")] == [True] * 3
+    assert results["hang"]["verdict"] == {"status": "system_error",
+                                          "reason": "sampling worker hung: no answer within its bound"}
+    assert len(started) == 2       # one actor for the hung call's, one in its place
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(started[0].attempt.remote(tasks[0]), timeout=30)
