@@ -1,10 +1,12 @@
 """The loop's test targets, and what every finished run directory must
-satisfy (:func:`check_run`), shared by its in-process tests
-(``tests/unit/sgs/loop/``) and its end-to-end runs (``tests/e2e/test_loop.py``)."""
+satisfy (:func:`check_run`; a search-mode run also :func:`check_search_run`),
+shared by its in-process tests (``tests/unit/sgs/loop/``) and its end-to-end
+runs (``tests/e2e/test_loop.py``, ``tests/e2e/test_fill_adapt_command.py``)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -91,3 +93,44 @@ def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: in
     assert metrics[-1]["faults/engine_restarts/solver"] == metrics[-1]["faults/verifier_restarts"] == 0
     assert metrics[-1]["faults/learner_restarts"] == 0
     return store
+
+
+#: the summary line of a ``solver.mode=search`` run
+SEARCH_SUMMARY = re.compile(r"search \(solver\.mode=search\): (\d+) search attempts, (\d+) found a proof, (\d+) "
+                            r"re-checked valid by the verifier pool, (\d+) tactic steps trained on; (\d+) model calls")
+
+
+def check_search_run(run_dir: Path, console: str, attempts_per_problem: int, width: int) -> None:
+    """What a one-iteration ``solver.mode=search`` run trained with REINFORCE (every
+    accepted proof) must satisfy: every problem searched ``attempts_per_problem`` times,
+    conjectures too; a proof counts only with the verifier pool's verdict, its steps
+    stored with it and trained on; generations are the conjectures and the searches'
+    model calls; and ``console`` (the run's output) says the same numbers."""
+    from sgs.loop.search_steps import read_search_records, searches_path
+
+    said = SEARCH_SUMMARY.search(console)
+    assert said, console[-3000:]
+    attempts_said, found_said, proved_said, steps_said, calls_said = map(int, said.groups())
+    store = Store.open(run_dir, None, yaml.safe_load((run_dir / "config.yaml").read_text()))
+    try:
+        attempts, conjectures = store.attempts(0), store.conjectures(0)
+        records = read_search_records(searches_path(run_dir, 0))
+        problems = {a.problem_id for a in attempts}
+        assert all(sum(a.problem_id == p for a in attempts) == attempts_per_problem for p in problems)
+        assert any(a.problem_kind == "conjecture" for a in attempts)
+        assert {a.id for a in attempts} <= set(records) and len(attempts) == attempts_said
+        assert all(a.completion.finish_reason.startswith("search:") and a.completion.token_ids == [] for a in attempts)
+        verified = [a for a in attempts if a.verified]
+        assert verified and len(verified) == proved_said <= found_said
+        assert all(records[a.id].pool_checked and records[a.id].proved and records[a.id].steps for a in verified)
+        assert sum(r.found for a in attempts for r in [records[a.id]]) == found_said
+        [metrics] = store.metrics()
+        assert metrics["search/model_calls"] == calls_said == sum(records[a.id].model_calls for a in attempts)
+        assert metrics["generations"] == len(conjectures) + calls_said
+        assert metrics["search/tokens"] >= metrics["search/samples"] == width * calls_said
+        # REINFORCE takes every accepted proof: the Solver trained on all of their steps.
+        assert steps_said == sum(len(records[a.id].steps) for a in verified) == metrics["search/step_examples"]
+        numbers = json.loads((store.checkpoint_dir("solver", 0) / TRAIN_METRICS_FILE).read_text())
+        assert numbers["num_examples"] == steps_said
+    finally:
+        store.close()

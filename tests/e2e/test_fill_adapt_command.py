@@ -2,7 +2,12 @@
 two-file project written here: the supervised stage and one self-play iteration
 are made and kept, a second run reuses them and trains nothing, the report says
 which checkpoint proved the lemma and what the adaptation cost; bad inputs exit 2
-before anything is built or trained."""
+before anything is built or trained.  The self-play is ``python -m sgs
+solver.mode=search`` end to end (the Solver searching on Ray actors with real
+Rocq, its tactics sampled from the run's engines, every found proof re-checked
+by the verifier pool, the Solver trained on the steps of the accepted ones):
+its run directory is checked as such (:func:`tests.loop_support.check_search_run`;
+the pure parts: tests/unit/sgs/loop/test_search_mode.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_fill_command import make_project   # the project's files under the logical root Fill
+from tests.loop_support import check_search_run
 from tests.paths import REPO
 
 pytestmark = [pytest.mark.rocq, pytest.mark.slow]
@@ -42,8 +48,12 @@ Lemma double_zero : forall n, 0 + (n + 0) = n.
 Admitted.
 """
 
-#: python -m sgs at its smallest: four samples, short generations, one verifier
-SMALL = ("method.num_solver_samples=4", "sampling.solver.max_tokens=48", "sampling.conjecturer.max_tokens=48",
+#: python -m sgs at its smallest: two short searches a problem on one actor, short
+#: generations, one verifier; REINFORCE (every accepted proof), since lia proves each
+#: target at the root in every search and REINFORCE-1/2 would then train nothing
+ATTEMPTS, WIDTH = 2, 2
+SMALL = (f"solver.attempts={ATTEMPTS}", "solver.seconds_per_attempt=6", f"solver.search.width={WIDTH}",
+         "solver.search.workers=1", "method.solver_objective=reinforce", "sampling.conjecturer.max_tokens=48",
          "sampling.guide.max_tokens=64", "resources.verifier_workers=1")
 
 
@@ -52,9 +62,9 @@ def fill(project: Path, tmp: Path, *flags: str, timeout: float = 1500) -> subpro
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
-def adapt_flags(cache: Path) -> list[str]:
-    # the model's rounds alone, so that the proof (the search's finishers find one) names the checkpoint
-    return ["--adapt", "1", "--adapt-minutes", "0.1", "--adapt-cache", str(cache), "--rounds", "sample,search",
+def adapt_flags(cache: Path, rounds: str = "sample,search") -> list[str]:
+    # by default the model's rounds alone, so that the proof (the search's finishers find one) names the checkpoint
+    return ["--adapt", "1", "--adapt-minutes", "0.1", "--adapt-cache", str(cache), "--rounds", rounds,
             "--time-per-lemma", "20", "--workers", "2", *(f"--adapt-set={item}" for item in SMALL)]
 
 
@@ -78,6 +88,8 @@ def test_the_adapted_checkpoint_is_made_and_proposes(adapted):
     assert stages["sup"]["detail"]["steps"] > 0 and stages["sup"]["cpu_minutes"] > 0
     assert stages["sgs"]["detail"]["iterations"] == 1 and stages["sgs"]["detail"]["generations"] > 0
     assert (Path(stages["sgs"]["checkpoint"]) / "config.json").is_file()
+    [log] = (tmp / "cache").glob("*/sgs-*/selfplay.log")
+    check_search_run(log.parent / "run", log.read_text(), attempts_per_problem=ATTEMPTS, width=WIDTH)
     # the self-play's targets: the three proved lemmas of A.v, twice, and the admitted double_zero
     [targets] = (tmp / "cache").glob("*/targets.jsonl")
     ids = {json.loads(line)["id"] for line in targets.read_text().splitlines()}
@@ -98,7 +110,8 @@ def test_a_second_run_reuses_the_adaptation_and_trains_nothing(adapted):
     project, tmp, first = adapted
     assert first.returncode == 0, first.stderr[-3000:]
     before = {path: path.stat().st_mtime_ns for path in (tmp / "cache").rglob("*") if path.is_file()}
-    second = fill(project, tmp, "--out", str(tmp / "second.jsonl"), *adapt_flags(tmp / "cache"))
+    # Rocq's automation alone proves the lemma: the rounds are not the adaptation's business
+    second = fill(project, tmp, "--out", str(tmp / "second.jsonl"), *adapt_flags(tmp / "cache", "automation"))
     assert second.returncode == 0, second.stderr[-3000:]
     assert "fine-tuning" not in second.stderr and "iteration(s) of python -m sgs" not in second.stderr
     summary = second.stdout.strip().splitlines()[-1]

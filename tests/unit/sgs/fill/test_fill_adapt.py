@@ -29,13 +29,16 @@ def test_the_supervised_key_ignores_what_only_self_play_uses():
     assert len({key, *changed}) == 6
 
 
-def test_the_self_play_key_follows_the_stage_before_and_its_own_settings():
+def test_the_self_play_key_follows_the_stage_before_and_its_own_settings(monkeypatch):
     key = selfplay_key("s1", SETTINGS)
     assert key == selfplay_key("s1", replace(SETTINGS, minutes=99.0))   # already in the stage before's key
     changed = [selfplay_key("s2", SETTINGS), selfplay_key("s1", replace(SETTINGS, iterations=3)),
                selfplay_key("s1", replace(SETTINGS, method="rl")), selfplay_key("s1", replace(SETTINGS, seed=1)),
                selfplay_key("s1", replace(SETTINGS, overrides=("method.num_solver_samples=4",)))]
     assert len({key, *changed}) == 6
+    # the stage's fixed settings count too: a cache made with other defaults is not reused
+    monkeypatch.setattr(adapt_module, "SELFPLAY_OVERRIDES", adapt_module.SELFPLAY_OVERRIDES[:-1])
+    assert selfplay_key("s1", SETTINGS) != key
 
 
 def test_the_self_play_command_is_the_methods_experiment_at_the_laptop_scale(tmp_path):
@@ -45,7 +48,7 @@ def test_the_self_play_command_is_the_methods_experiment_at_the_laptop_scale(tmp
     assert command[1:4] == ["-m", "sgs", "+experiment=reinforce_half_solver_only"]
     assert {"model=rocq_prover", "prover=rocq", "resources=local_cpu", "scale=laptop", "warmstart.mode=never",
             "evaluation.k=0", f"targets.source={tmp_path / 't.jsonl'}", "model.path=/ckpt", "iterations=2",
-            "seed=0", f"run_dir={tmp_path / 'run'}"} <= set(command)
+            "seed=0", f"run_dir={tmp_path / 'run'}", "solver.mode=search"} <= set(command)
     # a prime inside double quotes, as Hydra's grammar reads it
     assert 'prover.allowed_axioms=["P.A.x\'","Top.y"]' in command
     assert command[-1] == "method.num_solver_samples=4"   # the user's settings last: they win

@@ -2,7 +2,7 @@
 what a search attempt is stored as (and so what its solve rate and reward
 are), the searches' own records, the tactic steps the Solver trains on, and
 how generations count a search.  The phase itself, with Ray actors, real Rocq
-and the engines: tests/e2e/test_search_self_play.py."""
+and the engines: tests/e2e/test_fill_adapt_command.py (its self-play stage)."""
 
 from __future__ import annotations
 
