@@ -25,14 +25,16 @@ from transformers import AutoTokenizer
 from sgs import sft
 from sgs.analysis.evaluation import HELD_OUT_FILE, held_out_pass_at_k, read_json
 from sgs.analysis.metrics import MetricsSink, format_rate
-from sgs.config import UNELABORATED_CONJECTURES, SGSConfig, search_cpus, warmstart_enabled
+from sgs.config import UNELABORATED_CONJECTURES, SGSConfig, search_cpus, searching, warmstart_enabled
 from sgs.loop.context import derived_seed
 from sgs.loop.iteration import Loop
 from sgs.loop.phases import PHASES
+from sgs.loop.search_prove import search_settings, tactic_sampling
 from sgs.loop.solver_modes import solver_mode
 from sgs.loop.weights import current_weights
 from sgs.machinery.runtime import (DASHBOARD_TOKEN_HINT, Checkpoint, build_runtime, model_paths, reserved_cpus,
-                                   sampling_settings, start_checked_pool, start_ray)
+                                   backend_spec, sampling_settings, start_checked_pool, start_ray)
+from sgs.search.benchmark import HELD_OUT_SEARCH_FILE, held_out_search, held_out_search_line, search_problems
 from sgs.state.benchmarks import Benchmark
 from sgs.state.store import Store
 
@@ -75,8 +77,10 @@ def run(cfg: SGSConfig, benchmark: Benchmark | None, store: Store) -> None:
                     benchmark=benchmark, on_metrics=sink.log)
         if weights["solver"].version == 0:
             held_out["before"] = _evaluate(cfg, store, runtime, seconds)
+            held_out["search before"] = _evaluate_search(cfg, store, runtime, seconds)
         finished = loop.run()
         held_out["after"] = _evaluate(cfg, store, runtime, seconds)
+        held_out["search after"] = _evaluate_search(cfg, store, runtime, seconds)
     finally:
         if sink is not None:
             sink.close()
@@ -98,6 +102,31 @@ def _evaluate(cfg: SGSConfig, store: Store, runtime, seconds: dict[str, float]) 
     result = held_out_pass_at_k(store.run_dir, runtime.engines["solver"], runtime.pool, runtime.prompter,
                                 store.targets, settings, cfg.prover.language)
     seconds["held-out evaluation"] = seconds.get("held-out evaluation", 0.0) + time.perf_counter() - start
+    return result
+
+
+def _evaluate_search(cfg: SGSConfig, store: Store, runtime, seconds: dict[str, float]) -> dict | None:
+    """In search mode, also the held-out targets searched once each, as the Solver searches
+    in the run (``solver.seconds_per_attempt``, no cap on the states expanded), every proof
+    found re-checked by the pool: the measure that mode trains for.  None in sample mode or
+    with ``evaluation.k=0`` (no held-out evaluation)."""
+    solver = cfg.solver
+    if not searching(solver) or cfg.evaluation.k == 0:
+        return None
+    start = time.perf_counter()
+    engine = runtime.engines["solver"]
+
+    def search(targets):
+        searched, _ = search_problems(
+            targets, engine=engine, pool=runtime.pool, tokenizer=runtime.prompter.tokenizer,
+            sampling=tactic_sampling(solver.search, cfg.sampling.solver),
+            settings=search_settings(solver.search, solver.seconds_per_attempt, cfg.prover.timeout),
+            strategy=str(solver.search.strategy), rocq_options=backend_spec(cfg.prover).options,
+            workers=solver.search.workers)
+        return searched
+
+    result = held_out_search(store.run_dir, store.targets, engine.policy_version, solver.seconds_per_attempt, search)
+    seconds["held-out search"] = seconds.get("held-out search", 0.0) + time.perf_counter() - start
     return result
 
 
@@ -150,6 +179,10 @@ def _summary(cfg: SGSConfig, store: Store, loop: Loop, held_out: dict[str, dict 
             f"{before['pass_at_k']:.3f} (policy version {before['policy_version']})")
         print(f"held-out pass@{after['k']} on {after['targets']} targets: {shown} -> {after['pass_at_k']:.3f} "
               f"(policy version {after['policy_version']})")
+    searched_after = held_out.get("search after")
+    if searched_after is not None:
+        print(held_out_search_line(held_out.get("search before") or _stored_before(store, HELD_OUT_SEARCH_FILE),
+                                   searched_after))
     print(f"wall time: {wall:.0f} s; " + ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items()))
     print("  per phase: " + ", ".join(f"{phase} {loop.seconds[phase]:.1f} s" for phase in PHASES))
     if dashboard:
@@ -163,6 +196,7 @@ def generation_count(cfg: SGSConfig) -> str:
             f"(method.unelaborated_conjectures={setting})")
 
 
-def _stored_before(store: Store) -> dict | None:
-    """The base model's held-out result stored by an earlier session of this run."""
-    return (read_json(store.run_dir / HELD_OUT_FILE) or {}).get("0")
+def _stored_before(store: Store, name: str = HELD_OUT_FILE) -> dict | None:
+    """The base model's held-out result (``name``: sampling's or the search's) stored by an
+    earlier session of this run."""
+    return (read_json(store.run_dir / name) or {}).get("0")

@@ -26,19 +26,20 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import ray
 
 from lean_env.verdict import ProofTask
-from sgs.analysis.evaluation import PROBLEMS_FILE, SUMMARY_FILE, BenchmarkResult, format_table, write_json
+from sgs.analysis.evaluation import PROBLEMS_FILE, SUMMARY_FILE, BenchmarkResult, format_table, read_json, write_json
 from sgs.search.engine_calls import EnginePump, TacticQueue
 from sgs.search.engine_proposer import TacticReader
 from sgs.search.settings import SearchSettings
 from sgs.search.workers import ENGINE, ProposerSpec, search_all
 from sgs.state.records import Target
 
-__all__ = ["SearchedProblem", "SolverModeResult", "search_problems", "result_table"]
+__all__ = ["SearchedProblem", "SolverModeResult", "search_problems", "result_table", "HELD_OUT_SEARCH_FILE",
+           "held_out_search", "held_out_search_line", "held_out_search_summary"]
 
 #: the status of a problem whose search found no proof (it never reached the verifier pool)
 NOT_FOUND = "not_found"
@@ -123,6 +124,53 @@ def _searched(problem_id: str, result: dict, verdict: Any) -> SearchedProblem:
                            generation.get("model_calls", 0), generation.get("samples", 0),
                            generation.get("tokens", 0), stats.get("expanded", 0),
                            result["proof"] if status == "valid" else None, reason)
+
+
+#: a search-mode run's held-out evaluation, in its run directory: {policy version: summary}
+HELD_OUT_SEARCH_FILE = "held_out_search.json"
+
+
+def held_out_search_summary(searched: Sequence[SearchedProblem], policy_version: int,
+                            seconds_per_target: float) -> dict:
+    """One search per held-out target: the share proved within the time, over the searches
+    the machinery did not end (``system_error`` is never a failed proof, and is counted apart)."""
+    statuses = Counter(p.status for p in searched)
+    judged = len(searched) - statuses["system_error"]
+    return {"policy_version": policy_version, "targets": len(searched), "proved": statuses["valid"],
+            "system_errors": statuses["system_error"],
+            "proved_within_time": statuses["valid"] / judged if judged else None,
+            "seconds_per_target": seconds_per_target, "model_calls": sum(p.model_calls for p in searched),
+            "statuses": dict(statuses)}
+
+
+def held_out_search(run_dir: str | os.PathLike, targets: Sequence[Target], policy_version: int,
+                    seconds_per_target: float,
+                    search: Callable[[list[Target]], list[SearchedProblem]]) -> Optional[dict]:
+    """The held-out ``targets`` searched once each (``search``: :func:`search_problems` bound
+    to the run's engines, pool and settings) with the weights at ``policy_version``, kept in
+    ``run_dir/held_out_search.json`` under that version: a resumed or repeated call reads
+    the stored result.  None when no target is held out."""
+    held_out = [t for t in targets if t.held_out]
+    if not held_out:
+        return None
+    path = Path(run_dir) / HELD_OUT_SEARCH_FILE
+    stored = read_json(path) or {}
+    version = str(policy_version)
+    if version not in stored:
+        stored[version] = held_out_search_summary(search(held_out), policy_version, seconds_per_target)
+        write_json(path, stored)
+    return stored[version]
+
+
+def held_out_search_line(before: Optional[dict], after: dict) -> str:
+    """The run summary's line for the held-out searches (:func:`held_out_search`'s results)."""
+    def rate(result: dict) -> str:
+        shown = "n/a" if result["proved_within_time"] is None else f"{result['proved_within_time']:.3f}"
+        errors = f", {result['system_errors']} system error(s)" if result["system_errors"] else ""
+        return f"{shown} ({result['proved']} proved, policy version {result['policy_version']}{errors})"
+
+    return (f"held-out proved by one search each ({after['seconds_per_target']:g} s) on {after['targets']} "
+            f"targets: {'not measured' if before is None else rate(before)} -> {rate(after)}")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""What ``python -m sgs.evaluate`` writes in its search and both modes
-(:mod:`sgs.search.benchmark`), from hand-made sampling and search results."""
+"""What ``python -m sgs.evaluate`` writes in its search and both modes, and a
+search-mode run's held-out searches (:mod:`sgs.search.benchmark`), from
+hand-made sampling and search results."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 from lean_env.verdict import Status, Verdict
 from sgs.analysis.evaluation import SAMPLE_STATUSES, BenchmarkResult, ProblemResult
 from sgs.machinery.engines import SamplingSettings
-from sgs.search.benchmark import SolverModeResult, _searched, result_table
+from sgs.search.benchmark import (HELD_OUT_SEARCH_FILE, NOT_FOUND, SearchedProblem, SolverModeResult, _searched,
+                                  held_out_search, held_out_search_line, result_table)
+from sgs.state.records import Target
 
 
 def statuses(valid: int, invalid: int) -> dict[str, int]:
@@ -67,3 +70,34 @@ def test_a_proof_the_searchs_own_recheck_refused_is_not_proved():
     found = worker_result("completed", None, {"status": "invalid", "reason": "prover_error"}, 1)
     problem = _searched("x", found, None)
     assert (problem.status, problem.reason, problem.proved, problem.proof) == ("invalid", "prover_error", False, None)
+
+
+def searched(problem_id: str, status: str, calls: int = 2) -> SearchedProblem:
+    return SearchedProblem(problem_id, status, "completed" if status == "valid" else "time", 1.0, calls, 4 * calls,
+                           20 * calls, 3)
+
+
+def test_held_out_searches_are_measured_once_per_policy_version_and_a_system_error_is_not_a_failure(tmp_path):
+    targets = [Target(id=name, header="", statement=f"Theorem {name} : True.", held_out=name != "train")
+               for name in ("train", "h1", "h2", "h3")]
+    runs = []
+
+    def search(held_out):
+        runs.append([t.id for t in held_out])
+        return [searched("h1", "valid"), searched("h2", NOT_FOUND), searched("h3", "system_error", calls=0)]
+
+    first = held_out_search(tmp_path, targets, 0, 6.0, search)
+    assert runs == [["h1", "h2", "h3"]]             # the held-out targets only
+    # 1 proved of the 2 searches the machinery did not end
+    assert first == {"policy_version": 0, "targets": 3, "proved": 1, "system_errors": 1, "proved_within_time": 0.5,
+                     "seconds_per_target": 6.0, "model_calls": 4,
+                     "statuses": {"valid": 1, NOT_FOUND: 1, "system_error": 1}}
+    assert held_out_search(tmp_path, targets, 0, 6.0, search) == first and len(runs) == 1   # stored: not again
+    after = held_out_search(tmp_path, targets, 2, 6.0, lambda held: [searched(t.id, "valid") for t in held])
+    assert json.loads((tmp_path / HELD_OUT_SEARCH_FILE).read_text()) == {"0": first, "2": after}
+    assert held_out_search_line(first, after) == (
+        "held-out proved by one search each (6 s) on 3 targets: 0.500 (1 proved, policy version 0, 1 system "
+        "error(s)) -> 1.000 (3 proved, policy version 2)")
+    assert held_out_search_line(None, after).startswith("held-out proved by one search each (6 s) on 3 targets: "
+                                                         "not measured -> ")
+    assert held_out_search(tmp_path / "none", targets[:1], 0, 6.0, search) is None and len(runs) == 1
