@@ -480,9 +480,11 @@ def test_multirun_sweep_gives_each_experiment_its_own_run(tmp_path, warm_run):
 def test_the_default_run_warm_starts_and_prints_its_summary(tmp_path, require_rocq):
     """``python -m sgs`` as ``make demo`` runs it, cut to CI size: one iteration
     on the first 24 targets, a one-epoch warm start on 500 of the shipped
-    corpus's lines into a fresh cache."""
+    corpus's lines into a fresh cache, its warm-up report on 4 targets (the
+    iteration samples all 20 anyway)."""
     run_dir = tmp_path / "run"
     proc = _sgs("iterations=1", "targets.limit=24", "warmstart.epochs=1", "warmstart.max_examples=500",
+                "warmstart.report_targets=4",
                 "logging.wandb_mode=disabled", f"run_dir={run_dir}", timeout=590, SGS_CACHE_DIR=str(tmp_path / "cache"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
@@ -490,7 +492,8 @@ def test_the_default_run_warm_starts_and_prints_its_summary(tmp_path, require_ro
             "(1 epoch(s), lr 0.001, at most 500 lines)") in out
     [info] = (tmp_path / "cache" / CACHE_SUBDIR).glob(f"*/{INFO_FILE}")
     assert json.loads(info.read_text())["examples"] == 500
-    assert "warm-up: Solver pass@8" in out and "Conjecturer parses" in out and "Guide parses" in out
+    assert "warm-up: Solver pass@8" in out and "on 4 training targets" in out
+    assert "Conjecturer parses" in out and "Guide parses" in out
     summary = out[out.index("== SGS run summary"):]
     assert f"run directory: {run_dir}" in summary
     assert "cumulative solve rate on the 20 training targets:" in summary
