@@ -332,20 +332,36 @@ def reference_examples(tokenizer):
 
 
 @pytest.fixture(scope="module")
-def reference_run(ray_cluster, checkpoint, reference_examples, tmp_path_factory):
-    """``reference_run(strategy)``: the result of one Ray Train run, made on first use."""
+def deepspeed_learner(ray_cluster, tmp_path_factory):
+    """The learner of DeepSpeed's reference run, kept for the run that resumes from its optimizer
+    state: that one is its next call, as the loop's next iteration is, and needs no start of its own."""
+    learner = RayTrainLearner(str(tmp_path_factory.mktemp("deepspeed-state")),
+                              name=f"test-learner-deepspeed-{uuid.uuid4().hex[:8]}")
+    yield learner
+    learner.close()
+
+
+@pytest.fixture(scope="module")
+def reference_run(ray_cluster, checkpoint, reference_examples, deepspeed_learner, tmp_path_factory):
+    """``reference_run(strategy)``: the result of one Ray Train run, made on first use (DeepSpeed's
+    is the first call of ``deepspeed_learner``, a run of its own all the same)."""
     examples, max_seq_len = reference_examples
     results = {}
 
     def run(strategy):
         if strategy not in results:
             output_dir = tmp_path_factory.mktemp(strategy) / "solver" / "iter_0001"
-            results[strategy] = train(
-                examples, base_checkpoint=checkpoint, objective="reinforce",
-                settings=reference_settings(strategy, max_seq_len), output_dir=str(output_dir),
-                run_name=f"test-learner-{strategy}-{uuid.uuid4().hex[:8]}",
-                probe=(examples[0].prompt_ids, examples[0].completion_ids),
-            )
+            settings = reference_settings(strategy, max_seq_len)
+            probe = (examples[0].prompt_ids, examples[0].completion_ids)
+            run_name = f"test-learner-{strategy}-{uuid.uuid4().hex[:8]}"
+            if strategy == "deepspeed":
+                [results[strategy]] = deepspeed_learner(
+                    [TrainJob(examples, checkpoint, "reinforce", str(output_dir), settings.seed, probe)],
+                    settings=settings, run_name=run_name)
+            else:
+                results[strategy] = train(examples, base_checkpoint=checkpoint, objective="reinforce",
+                                          settings=settings, output_dir=str(output_dir), run_name=run_name,
+                                          probe=probe)
         return results[strategy]
 
     return run
@@ -410,7 +426,7 @@ def test_training_raises_likelihood_and_writes_a_loadable_checkpoint(
 
 @pytest.fixture
 def toy_objective():
-    """An objective registered for one test, in one place: each sequence's mean token
+    """An objective registered for a test, in one place: each sequence's mean token
     log-likelihood, weighted, averaged over the step's sequences; it asks for the
     sampler's log-probs and whole groups, so the checks and the plan follow its entry."""
     def loss(batch, settings):
@@ -424,25 +440,21 @@ def toy_objective():
     del OBJECTIVES[toy.name]
 
 
-@pytest.mark.slow
-def test_a_toy_objective_registered_in_one_place_trains(ray_cluster, checkpoint, tokenizer, toy_objective, tmp_path):
-    examples = [replace(e, weight=1.0) for e in make_examples(tokenizer, group_size=2)]
+def toy_examples(tokenizer) -> list[TrainExample]:
+    return [replace(e, weight=1.0) for e in make_examples(tokenizer, group_size=2)]
+
+
+def test_a_toy_objective_registered_in_one_place_is_checked_and_planned(checkpoint, tokenizer, toy_objective,
+                                                                        tmp_path):
+    """Its entry decides the checks and the plan; that it trains in Ray Train is checked in
+    the kept run's test below, which trains it in the run it already has."""
+    examples = toy_examples(tokenizer)
     with pytest.raises(ValueError, match="objective 'toy_mean_likelihood' needs old_logprobs"):
         train([replace(examples[0], old_logprobs=None)], base_checkpoint=checkpoint, objective=toy_objective.name,
               settings=TrainSettings(), output_dir=str(tmp_path / "never"), run_name="never-starts")
     # Whole groups of 2, 2 and 1 in steps of at most 4 sequences: no group is split.
     plan = plan_steps(examples, toy_objective, TrainSettings(global_batch_size=4))
     assert [step.num_groups for step in plan[0]] == [2, 1]
-
-    engine = TransformersEngine(checkpoint, device="cpu")
-    before = [sum(engine.logprobs_of(e.prompt_ids, e.completion_ids)) for e in examples]
-    result = train(examples, base_checkpoint=checkpoint, objective=toy_objective.name,
-                   settings=TrainSettings(learning_rate=1e-2, global_batch_size=4, max_seq_len=256),
-                   output_dir=str(tmp_path / "toy"), run_name=f"test-learner-toy-{uuid.uuid4().hex[:8]}")
-    assert result.metrics.num_steps == 2 and math.isfinite(result.metrics.loss) and result.metrics.loss > 0
-    engine.load_weights(result.checkpoint_dir, policy_version=1)
-    after = [sum(engine.logprobs_of(e.prompt_ids, e.completion_ids)) for e in examples]
-    assert sum(after) > sum(before) + 1.0, (before, after)
 
 
 @pytest.mark.slow
@@ -466,7 +478,10 @@ def test_deepspeed_trains_the_same_weights_as_ddp(reference_run, checkpoint):
 
 
 @pytest.mark.slow
-def test_deepspeed_optimizer_state_carries_over_to_the_next_run(reference_run, reference_examples, tmp_path):
+def test_deepspeed_optimizer_state_carries_over_to_the_next_call(reference_run, reference_examples,
+                                                                  deepspeed_learner, tmp_path):
+    """The next call reads the optimizer state from the checkpoint (the workers hold no model
+    between calls), as the next iteration's does."""
     examples, max_seq_len = reference_examples
     first = reference_run("deepspeed")
     saved = optimizer_shards(first.checkpoint_dir)
@@ -475,8 +490,10 @@ def test_deepspeed_optimizer_state_carries_over_to_the_next_run(reference_run, r
     # Zero weights make every gradient zero, so Adam only decays the moments it restored.
     idle = [replace(example, weight=0.0) for example in examples]
     settings = replace(reference_settings("deepspeed", max_seq_len), epochs=1)
-    second = train(idle, base_checkpoint=first.checkpoint_dir, objective="reinforce", settings=settings,
-                   output_dir=str(tmp_path / "iter_0002"), run_name=f"test-learner-resume-{uuid.uuid4().hex[:8]}")
+    [second] = deepspeed_learner([TrainJob(idle, first.checkpoint_dir, "reinforce", str(tmp_path / "iter_0002"),
+                                           settings.seed)], settings=settings, run_name="resume")
+    assert deepspeed_learner.starts == 1
+    deepspeed_learner.close()  # nothing else trains in it: its workers' CPUs go back to the cluster
 
     assert second.metrics.num_steps == 2 and second.metrics.grad_norm == 0.0
     resumed = optimizer_shards(second.checkpoint_dir)
@@ -490,61 +507,33 @@ def test_deepspeed_optimizer_state_carries_over_to_the_next_run(reference_run, r
 
 
 @pytest.mark.slow
-def test_one_run_trains_several_models_each_as_its_own_run_would(reference_run, reference_examples, checkpoint,
-                                                                 tmp_path):
-    """The loop's iteration: two models in one Ray Train run (the workers start once).  The model
-    trained second gets exactly the weights of a run of its own, so nothing of the first (its
-    seed, optimizer, memory) reaches it; a job without examples starts nothing and keeps its base."""
+def test_one_run_trains_several_models_and_starts_again_from_the_base_checkpoints_when_it_loses_its_workers(
+        reference_run, reference_examples, checkpoint, tmp_path, caplog):
+    """The loop's iteration: several models in one Ray Train run (the workers start once).  A job
+    without examples starts nothing and keeps its base; the model trained second gets exactly the
+    weights of a run of its own, so nothing of the first (its seed, optimizer, memory) reaches it.
+    Ray then loses the run's workers (their placement group is removed, as when their node goes)
+    after that job has reported and while a long fourth one trains: the run starts again from the
+    base checkpoints, once, and every job gets what an undisturbed run gives it."""
     examples, max_seq_len = reference_examples
     settings = reference_settings("ddp", max_seq_len)
     probe = (examples[0].prompt_ids, examples[0].completion_ids)
+    run_name = f"test-learner-lost-{uuid.uuid4().hex[:8]}"
     jobs = [
         TrainJob(examples, checkpoint, "ei", str(tmp_path / "first"), seed=settings.seed + 1),
         TrainJob([], checkpoint, "reinforce", str(tmp_path / "idle"), seed=settings.seed),
         TrainJob(examples, checkpoint, "reinforce", str(tmp_path / "second"), seed=settings.seed, probe=probe),
+        # 20 times the examples: long enough to be cut off in the middle
+        TrainJob(examples * 20, checkpoint, "ei", str(tmp_path / "long"), seed=settings.seed + 1),
     ]
-    first, idle, second = train_models(jobs, settings=settings, run_name=f"test-learner-jobs-{uuid.uuid4().hex[:8]}")
-
-    alone = reference_run("ddp")  # the second job's arguments, in a run of its own
-    assert (idle.checkpoint_dir, idle.metrics.num_steps) == (checkpoint, 0) and not (tmp_path / "idle").exists()
-    assert second.checkpoint_dir == str(tmp_path / "second") and first.checkpoint_dir == str(tmp_path / "first")
-    assert second.metrics == replace(alone.metrics, train_seconds=second.metrics.train_seconds,
-                                     tokens_per_second=second.metrics.tokens_per_second)
-    assert second.probe_logprobs == pytest.approx(alone.probe_logprobs, abs=1e-6) and first.probe_logprobs is None
-    base = AutoModelForCausalLM.from_pretrained(checkpoint).state_dict()
-    weights = {name: AutoModelForCausalLM.from_pretrained(result.checkpoint_dir).state_dict()
-               for name, result in (("first", first), ("second", second), ("alone", alone))}
-    for name in base:
-        torch.testing.assert_close(weights["second"][name], weights["alone"][name], atol=1e-6, rtol=0, msg=name)
-    assert max((weights["first"][k] - base[k]).abs().max() for k in base) > 1e-2
-    assert max((weights["first"][k] - weights["second"][k]).abs().max() for k in base) > 1e-3
-    for result in (first, second):
-        assert {"config.json", "model.safetensors", "tokenizer.json", OPTIMIZER_FILE} <= set(
-            os.listdir(result.checkpoint_dir))
-        assert [rank["rank"] for rank in result.placement] == [0, 1]
-    assert not (tmp_path / "first" / STAGING_DIR).exists()
-
-
-@pytest.mark.slow
-def test_a_run_that_loses_its_workers_starts_again_from_the_base_checkpoint(reference_run, reference_examples,
-                                                                           checkpoint, tmp_path, caplog):
-    """Ray loses the run's workers (their placement group is removed, as when their node goes) after
-    the first job has reported and while the second trains: the run starts again from the base
-    checkpoint, once, and the jobs get what an undisturbed run gives them."""
-    examples, max_seq_len = reference_examples
-    settings = reference_settings("ddp", max_seq_len)
-    run_name = f"test-learner-lost-{uuid.uuid4().hex[:8]}"
-    jobs = [TrainJob(examples, checkpoint, "reinforce", str(tmp_path / "first"), seed=settings.seed),
-            # 20 times the examples: long enough to be cut off in the middle
-            TrainJob(examples * 20, checkpoint, "ei", str(tmp_path / "second"), seed=settings.seed + 1)]
     # Rank 0 writes the placement file last, after the weights.
-    first_reported = tmp_path / "first" / STAGING_DIR / PLACEMENT_FILE
+    second_reported = tmp_path / "second" / STAGING_DIR / PLACEMENT_FILE
     earlier = set(placement_group_table())  # other tests' groups on a shared cluster are left alone
     removed: list[str] = []
 
     def lose_the_workers() -> None:
         deadline = time.monotonic() + 300
-        while not first_reported.exists() and time.monotonic() < deadline:
+        while not second_reported.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         for group_id, entry in placement_group_table().items():
             if entry["state"] == "CREATED" and group_id not in earlier:
@@ -554,23 +543,33 @@ def test_a_run_that_loses_its_workers_starts_again_from_the_base_checkpoint(refe
     loser = threading.Thread(target=lose_the_workers, daemon=True)
     loser.start()
     with caplog.at_level(logging.WARNING, logger="sgs.machinery.learner.driver"):
-        first, second = train_models(jobs, settings=settings, run_name=run_name)
+        first, idle, second, long = train_models(jobs, settings=settings, run_name=run_name)
     loser.join()
 
-    assert len(removed) == 1, "the first job's checkpoint never appeared"
+    assert len(removed) == 1, "the second job's checkpoint never appeared"
     [restart] = [record.getMessage() for record in caplog.records if "lost its workers" in record.getMessage()]
-    assert "restart 1 of at most 2" in restart and first.restarts == second.restarts == 1
-    alone = reference_run("ddp")  # the first job's arguments, undisturbed
-    assert first.metrics == replace(alone.metrics, train_seconds=first.metrics.train_seconds,
-                                    tokens_per_second=first.metrics.tokens_per_second)
+    assert "restart 1 of at most 2" in restart and first.restarts == second.restarts == long.restarts == 1
+    alone = reference_run("ddp")  # the second job's arguments, in a run of its own
+    assert (idle.checkpoint_dir, idle.metrics.num_steps) == (checkpoint, 0) and not (tmp_path / "idle").exists()
+    assert second.checkpoint_dir == str(tmp_path / "second") and first.checkpoint_dir == str(tmp_path / "first")
+    assert second.metrics == replace(alone.metrics, train_seconds=second.metrics.train_seconds,
+                                     tokens_per_second=second.metrics.tokens_per_second)
+    assert second.probe_logprobs == pytest.approx(alone.probe_logprobs, abs=1e-6) and first.probe_logprobs is None
     base = AutoModelForCausalLM.from_pretrained(checkpoint).state_dict()
     weights = {name: AutoModelForCausalLM.from_pretrained(result.checkpoint_dir).state_dict()
-               for name, result in (("first", first), ("second", second), ("alone", alone))}
+               for name, result in (("first", first), ("second", second), ("long", long), ("alone", alone))}
     for name in base:
-        torch.testing.assert_close(weights["first"][name], weights["alone"][name], atol=1e-6, rtol=0, msg=name)
-    assert second.metrics.num_steps == 2 * 25  # 2 epochs of 100 examples in steps of 4
-    assert max((weights["second"][k] - base[k]).abs().max() for k in base) > 1e-2
-    assert not (tmp_path / "first" / STAGING_DIR).exists()
+        torch.testing.assert_close(weights["second"][name], weights["alone"][name], atol=1e-6, rtol=0, msg=name)
+    assert max((weights["first"][k] - base[k]).abs().max() for k in base) > 1e-2
+    assert max((weights["first"][k] - weights["second"][k]).abs().max() for k in base) > 1e-3
+    for result in (first, second):
+        assert {"config.json", "model.safetensors", "tokenizer.json", OPTIMIZER_FILE} <= set(
+            os.listdir(result.checkpoint_dir))
+        assert [rank["rank"] for rank in result.placement] == [0, 1]
+    assert long.metrics.num_steps == 2 * 25  # 2 epochs of 100 examples in steps of 4
+    assert max((weights["long"][k] - base[k]).abs().max() for k in base) > 1e-2
+    for name in ("first", "second", "long"):
+        assert not (tmp_path / name / STAGING_DIR).exists()
 
 
 def test_lost_workers_are_told_apart_from_errors_of_the_training_code():
@@ -619,15 +618,55 @@ def test_the_job_board_hands_each_batch_to_every_rank_and_collects_the_metrics(r
     ray.kill(board)
 
 
+@pytest.fixture
+def exploding_objective():
+    """An objective whose loss raises, as a training bug would."""
+    def loss(batch, settings):
+        raise RuntimeError("the loss exploded")
+
+    exploding = register(Objective("test_exploding", loss))
+    yield exploding
+    del OBJECTIVES[exploding.name]
+
+
 @pytest.mark.slow
-def test_one_run_serves_every_call_each_job_as_a_run_of_its_own_would(reference_run, reference_examples, checkpoint,
-                                                                      tmp_path):
-    """The loop's learner: its workers start once and train call after call; a job trained in a
-    later call gets exactly the weights of a run of its own (nothing of the earlier calls
-    reaches it); other placement settings start a new run; closing empties its state."""
+def test_one_run_serves_every_call_until_its_placement_changes_or_its_code_raises_and_ctrl_c_stops_it(
+        reference_run, reference_examples, checkpoint, tokenizer, toy_objective, exploding_objective, tmp_path,
+        caplog):
+    """The loop's learner, call after call in one RayTrainLearner (each Ray Train run it starts
+    costs seconds of CPU before it trains anything):
+
+    * its workers start once and train call after call; a job trained in a later call gets
+      exactly the weights of a run of its own (nothing of the earlier calls reaches it);
+    * other placement settings start a new run;
+    * an error of the training code is raised, never retried, and the next call starts a new run;
+    * an objective registered in one place (the toy one) trains in the run there is;
+    * a Ctrl-C while the learner trains raises KeyboardInterrupt in the driver (Ray Train never
+      took SIGINT over) before the job is done, and closing the interrupted learner does not wait
+      for its run to finish the job (which then fails on the closed board);
+    * closing empties its state."""
     examples, max_seq_len = reference_examples
     settings = reference_settings("ddp", max_seq_len)
+    one_worker = replace(settings, learner_workers=1)
     probe = (examples[0].prompt_ids, examples[0].completion_ids)
+    plain = make_examples(tokenizer)
+    # Same placement as one_worker (one worker of 0.5 CPU): only an error may start a new run for these.
+    raising = TrainSettings(learner_workers=1, cpus_per_learner_worker=0.5, global_batch_size=5)
+    toy_settings = TrainSettings(learning_rate=1e-2, global_batch_size=4, max_seq_len=256, learner_workers=1,
+                                 cpus_per_learner_worker=0.5)
+    engine = TransformersEngine(checkpoint, device="cpu")
+    toy = toy_examples(tokenizer)
+    toy_before = [sum(engine.logprobs_of(e.prompt_ids, e.completion_ids)) for e in toy]
+    staging = tmp_path / "long" / STAGING_DIR
+
+    def interrupt_once_posted() -> None:
+        deadline = time.monotonic() + 120
+        while not staging.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # the driver is waiting on the run now
+        os.kill(os.getpid(), signal.SIGINT)
+
+    interrupter = threading.Thread(target=interrupt_once_posted, daemon=True)
     # Relative, as the default run directory (runs/<time>) makes it: Ray Train refuses a relative storage path.
     learner = RayTrainLearner(os.path.relpath(tmp_path / "state"), name=f"test-learner-kept-{uuid.uuid4().hex[:8]}")
     try:
@@ -637,10 +676,32 @@ def test_one_run_serves_every_call_each_job_as_a_run_of_its_own_would(reference_
                                     probe=probe)], settings=settings, run_name="call-2")
         assert learner.starts == 1 and earlier.restarts == later.restarts == 0
         [alone_placed] = learner([TrainJob(examples, checkpoint, "ei", str(tmp_path / "one-worker"), seed=0)],
-                                 settings=replace(settings, learner_workers=1), run_name="call-3")
+                                 settings=one_worker, run_name="call-3")
         assert learner.starts == 2 and [rank["rank"] for rank in alone_placed.placement] == [0]
+
+        with caplog.at_level(logging.WARNING, logger="sgs.machinery.learner.driver"):
+            with pytest.raises(WorkerGroupError, match="the loss exploded"):
+                learner([TrainJob(plain, checkpoint, exploding_objective.name, str(tmp_path / "bad"), seed=0)],
+                        settings=raising, run_name="bad")
+        assert not any("lost its workers" in record.getMessage() for record in caplog.records)  # never retried
+        assert learner.starts == 2  # the bad call ran in the run call-3 started
+        [good] = learner([TrainJob(plain, checkpoint, "ei", str(tmp_path / "good"), seed=0)], settings=raising,
+                         run_name="good")
+        assert learner.starts == 3 and good.metrics.num_steps == 1
+
+        [toy_result] = learner([TrainJob(toy, checkpoint, toy_objective.name, str(tmp_path / "toy"),
+                                         seed=toy_settings.seed)], settings=toy_settings, run_name="toy")
+        assert learner.starts == 3
+
+        interrupter.start()
+        with pytest.raises(KeyboardInterrupt):
+            learner([TrainJob(examples * 40, checkpoint, "ei", str(tmp_path / "long"), seed=0)], settings=one_worker,
+                    run_name="long")
     finally:
         learner.close()
+    interrupter.join()
+    assert not (staging / PLACEMENT_FILE).exists()  # the job was not done, before or after closing
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # still the driver's own
     assert not (tmp_path / "state").exists()
 
     alone = reference_run("ddp")  # the later job's arguments, in a run of its own
@@ -656,64 +717,9 @@ def test_one_run_serves_every_call_each_job_as_a_run_of_its_own_would(reference_
         assert {"config.json", "model.safetensors", "tokenizer.json", OPTIMIZER_FILE} <= set(
             os.listdir(result.checkpoint_dir))
         assert not (Path(result.checkpoint_dir) / STAGING_DIR).exists()
+    AutoModelForCausalLM.from_pretrained(good.checkpoint_dir)
 
-
-@pytest.fixture
-def exploding_objective():
-    """An objective whose loss raises, as a training bug would."""
-    def loss(batch, settings):
-        raise RuntimeError("the loss exploded")
-
-    exploding = register(Objective("test_exploding", loss))
-    yield exploding
-    del OBJECTIVES[exploding.name]
-
-
-@pytest.mark.slow
-def test_an_error_of_the_training_code_is_raised_and_the_next_call_starts_a_new_run(
-        ray_cluster, checkpoint, tokenizer, exploding_objective, tmp_path, caplog):
-    examples = make_examples(tokenizer)
-    settings = TrainSettings(learner_workers=1, cpus_per_learner_worker=0.5, global_batch_size=5)
-    learner = RayTrainLearner(str(tmp_path / "state"), name=f"test-learner-raises-{uuid.uuid4().hex[:8]}")
-    try:
-        with caplog.at_level(logging.WARNING, logger="sgs.machinery.learner.driver"):
-            with pytest.raises(WorkerGroupError, match="the loss exploded"):
-                learner([TrainJob(examples, checkpoint, exploding_objective.name, str(tmp_path / "bad"), seed=0)],
-                        settings=settings, run_name="bad")
-        assert not any("lost its workers" in record.getMessage() for record in caplog.records)  # never retried
-        [result] = learner([TrainJob(examples, checkpoint, "ei", str(tmp_path / "good"), seed=0)],
-                           settings=settings, run_name="good")
-    finally:
-        learner.close()
-    assert learner.starts == 2 and result.metrics.num_steps == 1
-    AutoModelForCausalLM.from_pretrained(result.checkpoint_dir)
-
-
-@pytest.mark.slow
-def test_a_ctrl_c_during_training_stops_the_driver(ray_cluster, checkpoint, reference_examples, tmp_path):
-    """A Ctrl-C while the learner trains raises KeyboardInterrupt in the driver (Ray Train never
-    took SIGINT over) before the job is done, and closing the interrupted learner does not wait
-    for its run to finish the job (which then fails on the closed board)."""
-    examples, max_seq_len = reference_examples
-    settings = replace(reference_settings("ddp", max_seq_len), learner_workers=1)
-    staging = tmp_path / "long" / STAGING_DIR
-    learner = RayTrainLearner(str(tmp_path / "state"), name=f"test-learner-ctrl-c-{uuid.uuid4().hex[:8]}")
-
-    def interrupt_once_posted() -> None:
-        deadline = time.monotonic() + 120
-        while not staging.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(1.0)  # the driver is waiting on the run now
-        os.kill(os.getpid(), signal.SIGINT)
-
-    interrupter = threading.Thread(target=interrupt_once_posted, daemon=True)
-    interrupter.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            learner([TrainJob(examples * 40, checkpoint, "ei", str(tmp_path / "long"), seed=0)], settings=settings,
-                    run_name="long")
-    finally:
-        learner.close()
-    interrupter.join()
-    assert not (staging / PLACEMENT_FILE).exists()  # the job was not done, before or after closing
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # still the driver's own
+    assert toy_result.metrics.num_steps == 2 and math.isfinite(toy_result.metrics.loss) and toy_result.metrics.loss > 0
+    engine.load_weights(toy_result.checkpoint_dir, policy_version=1)
+    toy_after = [sum(engine.logprobs_of(e.prompt_ids, e.completion_ids)) for e in toy]
+    assert sum(toy_after) > sum(toy_before) + 1.0, (toy_before, toy_after)
