@@ -60,8 +60,30 @@ def token_ids(samples_per_prompt) -> list[list[list[int]]]:
 @pytest.mark.slow
 def test_a_killed_actor_is_restarted_on_the_current_weights_and_its_chunks_redone(
         ray_session, checkpoint, other_checkpoint):
+    """Two deaths in one group of two actors: one dead when new weights are loaded, one that
+    dies holding chunks."""
     with engine_group(checkpoint, num_engines=2, heartbeat_interval_s=0.5, heartbeat_timeout_s=30.0) as group:
+        # load_weights restarts a dead actor on the new checkpoint.
+        killed = process_id(group, 1)
+        os.kill(killed, signal.SIGKILL)
         group.load_weights(other_checkpoint, policy_version=1)
+        assert group.stats.actor_restarts == 1 and process_id(group, 1) != killed
+        assert group.policy_version == 1
+        # The restarted actor (it runs the second chunk) samples what an engine on the new checkpoint does.
+        remote = group.generate(PROMPTS[:4], SETTINGS, chunk_size=2)
+        local = TransformersEngine(other_checkpoint, device="cpu")
+        expected = local.generate(PROMPTS[2:4], replace(SETTINGS, seed=SETTINGS.seed + 2))
+        assert token_ids(remote[2:4]) == token_ids(expected)
+        # Both actors serve the new weights, and keep them through sleep / wake_up.
+        probe = (expected[0][0].prompt_token_ids, expected[0][0].token_ids)
+        served = group.served_logprobs(*probe)
+        assert len(served) == 2
+        assert all(logprobs == pytest.approx(local.logprobs_of(*probe), abs=1e-5) for logprobs in served)
+        group.sleep()
+        group.wake_up()
+        assert token_ids(group.generate(PROMPTS[:4], SETTINGS, chunk_size=2)) == token_ids(remote)
+
+        # An actor killed while it holds chunks is restarted on the current weights, its chunks redone.
         undisturbed = group.generate(PROMPTS, SETTINGS, chunk_size=2)
         killed = process_id(group, 0)
 
@@ -76,7 +98,8 @@ def test_a_killed_actor_is_restarted_on_the_current_weights_and_its_chunks_redon
                 redone[index] = samples
         assert token_ids(redone) == token_ids(undisturbed)
         assert {sample.policy_version for samples in redone for sample in samples} == {1}
-        assert (group.stats.actor_restarts, group.stats.chunks_resubmitted, group.stats.hung_actors) == (1, 2, 0)
+        # One restart for each death; only the second held chunks.
+        assert (group.stats.actor_restarts, group.stats.chunks_resubmitted, group.stats.hung_actors) == (2, 2, 0)
         # The replacement is a new process under the old name, serving the reloaded weights.
         assert process_id(group, 0) != killed
         assert ray.get(ray.get_actor("engine-faults-0").policy_version.remote()) == 1
@@ -167,42 +190,18 @@ def test_a_restarted_actor_is_not_charged_its_load_time_as_a_missed_heartbeat(ra
         assert (group.stats.actor_restarts, group.stats.hung_actors) == (2, 0)
 
 
-def test_an_engine_error_is_raised_not_mistaken_for_a_lost_actor(ray_session, checkpoint):
-    with engine_group(checkpoint, num_engines=1, heartbeat_interval_s=0.5, heartbeat_timeout_s=30.0) as group:
+def test_colocated_engines_see_only_their_pinned_gpu_also_after_a_restart_and_an_engine_error_is_raised(
+        ray_session, checkpoint):
+    # No GPU here: what is checked is the pinning itself, which Ray would otherwise reset to "" for
+    # actors that reserve no GPU.
+    with engine_group(checkpoint, num_engines=2, gpu_ids=[3, 5], heartbeat_interval_s=0.5,
+                      heartbeat_timeout_s=30.0) as group:
+        # An engine's own error is raised, not mistaken for a lost actor.
         with pytest.raises(ValueError, match="max_model_len"):
             group.generate(["Theorem " * 200], SETTINGS)
         assert group.outstanding == 0 and group.stats.actor_restarts == 0
         assert len(group.generate(PROMPTS[:1], SETTINGS)[0]) == 2
 
-
-@pytest.mark.slow
-def test_load_weights_restarts_a_dead_actor_on_the_new_checkpoint(ray_session, checkpoint, other_checkpoint):
-    with engine_group(checkpoint, num_engines=2, heartbeat_interval_s=0.5, heartbeat_timeout_s=30.0) as group:
-        killed = process_id(group, 1)
-        os.kill(killed, signal.SIGKILL)
-        group.load_weights(other_checkpoint, policy_version=1)
-        assert group.stats.actor_restarts == 1 and process_id(group, 1) != killed
-        assert group.policy_version == 1
-        # The restarted actor (it runs the second chunk) samples what an engine on the new checkpoint does.
-        remote = group.generate(PROMPTS[:4], SETTINGS, chunk_size=2)
-        local = TransformersEngine(other_checkpoint, device="cpu")
-        expected = local.generate(PROMPTS[2:4], replace(SETTINGS, seed=SETTINGS.seed + 2))
-        assert token_ids(remote[2:4]) == token_ids(expected)
-        # Both actors serve the new weights, and keep them through sleep / wake_up.
-        probe = (expected[0][0].prompt_token_ids, expected[0][0].token_ids)
-        served = group.served_logprobs(*probe)
-        assert len(served) == 2
-        assert all(logprobs == pytest.approx(local.logprobs_of(*probe), abs=1e-5) for logprobs in served)
-        group.sleep()
-        group.wake_up()
-        assert token_ids(group.generate(PROMPTS[:4], SETTINGS, chunk_size=2)) == token_ids(remote)
-
-
-def test_colocated_engines_see_only_their_pinned_gpu_also_after_a_restart(ray_session, checkpoint):
-    # No GPU here: what is checked is the pinning itself, which Ray would otherwise reset to "" for
-    # actors that reserve no GPU.
-    with engine_group(checkpoint, num_engines=2, gpu_ids=[3, 5], heartbeat_interval_s=0.5,
-                      heartbeat_timeout_s=30.0) as group:
         placed = group.placement()
         assert [p["cuda_visible_devices"] for p in placed] == ["3", "5"]
         assert [p["ray_gpu_ids"] for p in placed] == [[], []]  # pinned outside Ray's GPU accounting
