@@ -16,7 +16,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from sgs.machinery.engines import EngineGroup, EngineGroupSettings, SamplingSettings
 from sgs.machinery.engines.hf import TransformersEngine
 from sgs.machinery.engines.weight_transfer import WeightTarget, send_weights
-from sgs.machinery.learner import TrainSettings, train
+from sgs.machinery.learner import RayTrainLearner, TrainJob, TrainSettings
 from tests.integration.sgs.test_engines import PROMPTS
 from tests.integration.sgs.test_engines_vllm import (  # noqa: F401  (autouse: skip or fail without vLLM)
     TOLERANCE,
@@ -79,39 +79,44 @@ def learner_settings(**overrides) -> TrainSettings:
                             "global_batch_size": 4, "learning_rate": 1e-2, **overrides})
 
 
-def test_the_learner_sends_what_it_trained_into_the_running_engines(group, checkpoint, tmp_path):
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    examples = make_examples(tokenizer)
-    version = group.policy_version + 1
-    result = train(examples, base_checkpoint=checkpoint, objective="reinforce", settings=learner_settings(),
-                   output_dir=str(tmp_path / "iter_0000"), run_name=f"test-transfer-{uuid.uuid4().hex[:8]}",
-                   probe=PROBE, weight_target=group.weight_target(version, "gloo", timeout_s=60))
-    assert result.weights_sent and result.weight_transfer_error is None
-    assert result.weight_transfer_seconds > 0
-    group.adopt_weights(result.checkpoint_dir, version)
-    # ZeRO-2 on CPU trains in fp32, as the engines serve: the probe agrees to rounding.
-    assert served_gap(group, result.probe_logprobs) < TOLERANCE
-    assert served_gap(group, TransformersEngine(checkpoint, device="cpu").logprobs_of(*PROBE)) > 0.001
+def test_the_learner_sends_what_it_trained_and_a_failed_transfer_keeps_the_checkpoint(group, checkpoint, tmp_path):
+    """Two calls of one learner (one Ray Train start): the first sends what it trained into the
+    running engines; in the second an engine is gone, the transfer fails, the trained checkpoint
+    is kept, and engines rebuilt on it serve it."""
+    examples = make_examples(AutoTokenizer.from_pretrained(checkpoint))
+    learner = RayTrainLearner(str(tmp_path / "state"), name=f"test-transfer-{uuid.uuid4().hex[:8]}")
+    try:
+        version = group.policy_version + 1
+        [result] = learner([TrainJob(examples, checkpoint, "reinforce", str(tmp_path / "iter_0000"), seed=0,
+                                     probe=PROBE, weight_target=group.weight_target(version, "gloo", timeout_s=60))],
+                           settings=learner_settings(), run_name="sent")
+        assert result.weights_sent and result.weight_transfer_error is None
+        assert result.weight_transfer_seconds > 0
+        group.adopt_weights(result.checkpoint_dir, version)
+        # ZeRO-2 on CPU trains in fp32, as the engines serve: the probe agrees to rounding.
+        assert served_gap(group, result.probe_logprobs) < TOLERANCE
+        assert served_gap(group, TransformersEngine(checkpoint, device="cpu").logprobs_of(*PROBE)) > 0.001
 
-
-def test_a_failed_transfer_keeps_the_checkpoint_and_rebuilt_engines_serve_it(group, checkpoint, tmp_path):
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    version = group.policy_version + 1
-    target = group.weight_target(version, "gloo", timeout_s=5)
-    ray.kill(group.actors[1], no_restart=True)
-    result = train(make_examples(tokenizer), base_checkpoint=checkpoint, objective="reinforce",
-                   settings=learner_settings(learner_workers=1), output_dir=str(tmp_path / "iter_0000"),
-                   run_name=f"test-transfer-fail-{uuid.uuid4().hex[:8]}", probe=PROBE, weight_target=target)
-    assert not result.weights_sent
-    assert "the engines did not join the weight-transfer group within 5 s" in result.weight_transfer_error
-    assert "ActorDiedError" in result.weight_transfer_error  # names the engine that failed
-    AutoModelForCausalLM.from_pretrained(result.checkpoint_dir)  # the trained weights are not lost
+        version = group.policy_version + 1
+        target = group.weight_target(version, "gloo", timeout_s=5)
+        ray.kill(group.actors[1], no_restart=True)
+        # A second seed: other weights than the first call's, which the engines serve now.
+        [failed] = learner([TrainJob(examples, checkpoint, "reinforce", str(tmp_path / "iter_0001"), seed=1,
+                                     probe=PROBE, weight_target=target)],
+                           settings=learner_settings(), run_name="not-sent")
+    finally:
+        learner.close()
+    assert learner.starts == 1
+    assert not failed.weights_sent
+    assert "the engines did not join the weight-transfer group within 5 s" in failed.weight_transfer_error
+    assert "ActorDiedError" in failed.weight_transfer_error  # names the engine that failed
+    AutoModelForCausalLM.from_pretrained(failed.checkpoint_dir)  # the trained weights are not lost
 
     restarts = group.stats.actor_restarts
-    group.rebuild(result.checkpoint_dir, version)
+    group.rebuild(failed.checkpoint_dir, version)
     assert group.stats.actor_restarts == restarts + 2
     assert group.policy_version == version
-    assert served_gap(group, result.probe_logprobs) < TOLERANCE
+    assert served_gap(group, failed.probe_logprobs) < TOLERANCE
 
 
 def test_update_info_is_checked_before_anything_is_received():
