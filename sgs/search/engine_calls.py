@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -54,6 +55,8 @@ class TacticQueue:
         self._linger_s = linger_s
         self._keys = itertools.count()
         self._new: list[tuple[int, str, int]] = []
+        #: when the first of ``_new`` arrived (the linger counts from it)
+        self._first_arrival = 0.0
         self._waiting: dict[int, asyncio.Future] = {}
         self._arrived: asyncio.Event | None = None
 
@@ -68,6 +71,8 @@ class TacticQueue:
         key = next(self._keys)
         future = asyncio.get_running_loop().create_future()
         self._waiting[key] = future
+        if not self._new:
+            self._first_arrival = time.monotonic()
         self._new.append((key, state, n))
         self._event().set()
         answer = await future
@@ -76,13 +81,17 @@ class TacticQueue:
         return answer
 
     async def take(self, timeout: float) -> list[tuple[int, str, int]]:
-        """The calls that arrived since the last take, waiting up to ``timeout`` seconds for one."""
+        """The calls that arrived since the last take, waiting up to ``timeout`` seconds for one,
+        then until the first of them has waited ``linger_s`` (also when it arrived between two
+        takes: a batch never leaves sooner than its first call's linger)."""
         if not self._new:
             try:
                 await asyncio.wait_for(self._event().wait(), timeout)
             except asyncio.TimeoutError:
                 return []
-            await asyncio.sleep(self._linger_s)
+        left = self._first_arrival + self._linger_s - time.monotonic()
+        if left > 0:
+            await asyncio.sleep(left)
         taken, self._new = self._new, []
         self._event().clear()
         return taken

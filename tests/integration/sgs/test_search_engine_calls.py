@@ -62,8 +62,9 @@ def pump_until(pump: EnginePump, refs: list, seconds: float = 30.0) -> None:
 
 def test_the_calls_of_many_searches_reach_the_engines_as_one_batch(ray_session):
     group = ScriptedGroup()
-    # the four calls go out back to back; a generous linger keeps them in one take on a loaded
-    # machine (at 0.3 s a CI run under load once split the first call off)
+    # the four calls go out back to back; the linger counts from the first call's arrival, also
+    # when it lands between two of the pump's takes (a take then used to return it alone: twice
+    # in CI under load), so 10 s keeps the four in one batch on any load
     queue = TacticQueue.remote(linger_s=10.0)
     try:
         pump = EnginePump(group, queue, SamplingSettings(max_tokens=8, temperature=0.7), EchoReader(),
