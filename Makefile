@@ -68,7 +68,7 @@ fill-compare: setup
 	    --projects $(ROCQ_PROJECTS) $(FILL_COMPARE_ARGS)
 
 # the suite on TEST_WORKERS pytest-xdist workers, a test file per worker at a
-# time; every test but the few marked `full` (what CI runs, under 30 minutes)
+# time; every test but the few marked `full` (what CI runs; its time: docs/results.md, "The test suite")
 TEST_WORKERS ?= 2
 # --durations: the slowest tests in every log, to keep CI's time in view
 PYTEST := RAY_AUTH_MODE=disabled $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
