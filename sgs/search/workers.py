@@ -185,37 +185,39 @@ def drive_actors(tasks: Sequence[ProofTask], *, start: Callable[[], Any], submit
             bound = seconds(task) + CALL_SLACK_SECONDS + (start_seconds if index in fresh else 0.0)
             running[submit(pool[index], task)] = (index, task, time.monotonic() + bound)
 
+    def replace(index: int) -> None:
+        pool[index] = start()
+        fresh.add(index)
+
     for index in range(len(pool)):
         hand_out(index)
     while running:
+        # Checked on every pass: with a pump, its waitables may keep ray.wait from ever timing out.
+        for ref, (index, task, deadline) in list(running.items()):
+            if deadline <= time.monotonic():
+                del running[ref]
+                ray.kill(pool[index])
+                record(task, failed(task, f"{what} worker hung: no answer within its bound"))
+                replace(index)
+                hand_out(index)
+        if not running:
+            break
         wait = max(0.0, min(deadline for _, _, deadline in running.values()) - time.monotonic())
         ready, _ = ray.wait(list(running) + (pump.waitables() if pump is not None else []), num_returns=1,
                             timeout=wait)
         if pump is not None:
             pump.advance()
-        if not ready:
-            for ref, (index, task, deadline) in list(running.items()):
-                if deadline <= time.monotonic():
-                    del running[ref]
-                    ray.kill(pool[index])
-                    record(task, failed(task, f"{what} worker hung: no answer within its bound"))
-                    pool[index] = start()
-                    fresh.add(index)
-                    hand_out(index)
-            continue
-        if ready[0] not in running:
+        if not ready or ready[0] not in running:
             continue
         index, task, _ = running.pop(ready[0])
+        fresh.discard(index)
         try:
             result = ray.get(ready[0])
-            fresh.discard(index)
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as error:
             result = failed(task, f"{what} worker died: {type(error).__name__}")
-            pool[index] = start()
-            fresh.add(index)
+            replace(index)
         except ray.exceptions.RayTaskError as error:  # the call raised (a model call failed); the worker lives
             result = failed(task, f"{what} failed: {type(error.cause).__name__}: {error.cause}"[:500])
-            fresh.discard(index)
         record(task, result)
         hand_out(index)
     for actor in pool:

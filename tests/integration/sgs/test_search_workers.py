@@ -52,8 +52,25 @@ class Stalling:
         return {"target": task.id, "proved": True}
 
 
-def test_a_hung_call_is_a_system_error_its_actor_replaced_and_the_rest_still_answered(ray_session, monkeypatch):
+class BusyPump:
+    """A pump with something ready on every wait (an engine streaming chunks): ``ray.wait`` never times out."""
+
+    def __init__(self) -> None:
+        self._ready = ray.put(None)
+        self.advanced = 0
+
+    def waitables(self) -> list:
+        return [self._ready]
+
+    def advance(self) -> None:
+        self.advanced += 1
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "busy-pump"])
+def test_a_hung_call_is_a_system_error_its_actor_replaced_and_the_rest_still_answered(ray_session, monkeypatch,
+                                                                                      busy):
     monkeypatch.setattr(workers, "CALL_SLACK_SECONDS", 0.0)
+    pump = BusyPump() if busy else None
     started, results = [], {}
 
     def start():
@@ -62,7 +79,7 @@ def test_a_hung_call_is_a_system_error_its_actor_replaced_and_the_rest_still_ans
 
     tasks = [ProofTask(id=name, header="", statement="", proof="") for name in ("a", "hang", "b", "c")]
     drive_actors(tasks, start=start, submit=lambda actor, task: actor.attempt.remote(task),
-                 seconds=lambda task: 3.0, start_seconds=5.0, workers=1, what="sampling",
+                 seconds=lambda task: 3.0, start_seconds=5.0, workers=1, what="sampling", pump=pump,
                  record=lambda task, result: results.setdefault(task.id, result))
     assert set(results) == {"a", "hang", "b", "c"}
     assert [results[name]["proved"] for name in ("a", "b", "c")] == [True] * 3
