@@ -297,6 +297,24 @@ def weight_update(ctx: CheckContext) -> Outcome:
     return outcome
 
 
+def tactic_batching(ctx: CheckContext) -> Outcome:
+    """The search's model calls on the 7B shape: many searches' calls batched through the queue and pump
+    against one search's calls one at a time, and against the engine's own throughput."""
+    gpu = need_gpu(ctx)
+    need_packages("vllm", "ray")
+    sizes = ["--shape", "7b", "--searches", "32", "--calls", "4", "--max-tokens", "32"] if gpu else \
+        ["--shape", "tiny", "--searches", "4", "--calls", "2", "--max-tokens", "8"]
+    report = run_script(ctx, "tactic_batching", "tactic_batching",
+                        [*sizes, "--backend", "vllm", "--workdir", str(ctx.workdir / "models")])
+    figures: dict[str, Any] = {"ratio": round(report["ratio"], 2), "share_of_engine": round(report["share_of_engine"], 2),
+                               "startup_s": round(report["startup_s"], 1)}
+    for name, row in report["rows"].items():
+        key = name.replace(" ", "_")
+        figures.update({f"{key}/calls_per_s": round(row["calls_per_s"], 2), f"{key}/batches": row["batches"],
+                        f"{key}/median_call_s": round(row["median_latency_s"], 3)})
+    return Outcome(figures=figures)
+
+
 #: The loop stage's overrides on one GPU: the 8-GPU node's placement cut to one GPU.  The learner's one
 #: rank holds the GPU (Ray Train gives a rank a whole GPU); the three engines are pinned to it beside the
 #: learner and sleep while it trains.
@@ -390,5 +408,6 @@ STAGES: dict[str, Callable[[CheckContext], Outcome]] = {
     "learner": learner_step,
     "sleep_wake": sleep_wake,
     "weight_update": weight_update,
+    "tactic_batching": tactic_batching,
     "loop": loop,
 }
