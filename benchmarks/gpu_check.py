@@ -19,7 +19,7 @@ an out-of-memory error in one leaves the GPU clean for the next:
   before and after;
 * ``weight_update``: new weights into the running engine over CUDA IPC, and
   a checkpoint reload, each checked by the probe gap (``weight_transfer.py``);
-* ``tactic_batching``: the search's model calls on the 7B shape, 32 searches' calls
+* ``tactic_batching``: the search's model calls on the 7B shape, 64 searches' calls
   batched through the queue and pump against one search's, and the engine alone
   (``tactic_batching.py``);
 * ``loop``: ``python -m sgs`` with the tiny model and Rocq, warm start and two

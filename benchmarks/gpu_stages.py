@@ -302,7 +302,7 @@ def tactic_batching(ctx: CheckContext) -> Outcome:
     against one search's calls one at a time, and against the engine's own throughput."""
     gpu = need_gpu(ctx)
     need_packages("vllm", "ray")
-    sizes = ["--shape", "7b", "--searches", "32", "--calls", "4", "--max-tokens", "32"] if gpu else \
+    sizes = ["--shape", "7b", "--searches", "64", "--calls", "3", "--max-tokens", "32"] if gpu else \
         ["--shape", "tiny", "--searches", "4", "--calls", "2", "--max-tokens", "8"]
     report = run_script(ctx, "tactic_batching", "tactic_batching",
                         [*sizes, "--backend", "vllm", "--workdir", str(ctx.workdir / "models")])

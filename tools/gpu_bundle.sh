@@ -24,7 +24,8 @@
 #                   MoE, DeepGEMM, FlashMLA and Blackwell kernels, the Rust front
 #                   end, FlashInfer and the other CUDA kernel packages it lists.
 # The archives are split and placed into OUT/call1, OUT/call2, ... (at most
-# --call-mib each, default 54), each with stash.sh and activate.sh.
+# --call-mib each; by default what a 64 MiB call leaves beside the repository's tracked
+# files, less 2 MiB), each with stash.sh and activate.sh.
 #
 # There, one call per folder, in any order, the suite in the last:
 #   bash .gpu_bundle/call1/stash.sh                    # carry .gpu_bundle/call1
@@ -39,7 +40,7 @@ cd "$(dirname "$0")/.."
 export XZ_OPT="${XZ_OPT:--9 -T0}"
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/!p;}' "$0" | sed 's/^# \{0,1\}//'; }
-VLLM_VERSION="" CALL_MIB=54 OUT=".gpu_bundle"
+VLLM_VERSION="" CALL_MIB="" OUT=".gpu_bundle"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --vllm) [[ $# -ge 2 && -n "$2" ]] || { echo "gpu_bundle: --vllm needs a version, e.g. 0.25.1" >&2; exit 2; }
@@ -56,6 +57,11 @@ PY="${SGS_BUNDLE_VENV_PYTHON:-.venv/bin/python}"
 [[ -x "$PY" ]] || { echo "gpu_bundle: run tools/setup.sh first (needs $PY)" >&2; exit 2; }
 command -v apt-get >/dev/null && command -v dpkg >/dev/null \
   || { echo "gpu_bundle: needs apt-get and dpkg (a Debian or Ubuntu machine)" >&2; exit 2; }
+if [[ -z "$CALL_MIB" ]]; then  # a call carries the working tree too: the pieces get what it leaves
+  TRACKED_MIB=$(git ls-files -z | du --files0-from=- -cb 2>/dev/null | tail -1 | awk '{print int($1 / 1048576) + 1}')
+  CALL_MIB=$(( 62 - TRACKED_MIB ))
+  (( CALL_MIB >= 8 )) || { echo "gpu_bundle: the repository's files take ${TRACKED_MIB} MiB of a 64 MiB call" >&2; exit 2; }
+fi
 STAGE="$(mktemp -d)"
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/archives"
