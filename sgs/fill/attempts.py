@@ -3,7 +3,8 @@
 Per lemma, within its time (``seconds``), in rounds over all the lemmas
 still open (each round one verifier pool or one set of search actors, started
 once for all of them, on ``workers`` processes), each round a share of the
-time (:data:`PLANS`, by what proposes to the search):
+time (:data:`PLANS`, by what proposes to the search), the search, last,
+also what the earlier rounds left unused of that lemma's time:
 
 1. ``automation`` (:data:`sgs.prover.baselines.BASELINES`): Rocq's own
    automation, each tactic a whole proof;
@@ -35,11 +36,12 @@ from sgs.prover.baselines import BASELINES, HAMMER_TACTICS
 from sgs.prover.proof_rate import SearchProver, run_baseline, run_search
 from sgs.search.settings import ROCQ_FINISHERS
 
-__all__ = ["PLANS", "SHARES", "ROUNDS", "Outcome", "attempt_all", "recheck", "recheck_all"]
+__all__ = ["PLANS", "SHARES", "ROUNDS", "Outcome", "attempt_all", "recheck", "recheck_all", "search_seconds"]
 
 #: the rounds, in order, and each one's share of a lemma's time, by what proposes to the
 #: search: the k-NN (no checkpoint to sample from), or the model (whose whole proofs are
-#: sampled first: the mode self-play trains)
+#: sampled first: the mode self-play trains).  The search comes last in each, as it
+#: takes what the others leave (:func:`search_seconds`)
 PLANS: dict[str, dict[str, float]] = {
     "knn": {"automation": 0.3, "sauto": 0.2, "search": 0.5},
     "model": {"automation": 0.25, "sauto": 0.15, "sample": 0.2, "search": 0.4},
@@ -110,7 +112,8 @@ def attempt_all(tasks: Sequence[ProofTask], *, seconds: float, workers: int, roc
         if name not in rounds or not todo:
             continue
         what = f"search ({predictor} proposing)" if name == "search" else name
-        progress(f"{what}: {len(todo)} lemmas, {share * seconds:.1f} s each")
+        progress(f"{what}: {len(todo)} lemmas, {share * seconds:.1f} s each"
+                 + (" and what the rounds before left" if name == "search" else ""))
         if name in BASELINES:
             run_baseline(BASELINES[name], todo, seconds=share * seconds, workers=workers,
                          record=recorder(name), rocq_options=rocq_options)
@@ -118,10 +121,19 @@ def attempt_all(tasks: Sequence[ProofTask], *, seconds: float, workers: int, roc
             _sample(todo, seconds=share * seconds, workers=workers, checkpoint=checkpoint, seed=seed,
                     record=recorder(name), rocq_options=rocq_options)
         else:
-            run_search(SearchProver(predictor, ROCQ_FINISHERS), todo, seconds=share * seconds,
+            left = {task.id: search_seconds(seconds, share, outcomes[task.id].seconds) for task in todo}
+            run_search(SearchProver(predictor, ROCQ_FINISHERS), todo, seconds=lambda task: left[task.id],
                        workers=workers, corpus=knn_corpus, checkpoint=checkpoint, record=recorder("search"),
                        rocq_options=rocq_options)
     return outcomes
+
+
+def search_seconds(seconds: float, share: float, spent: float) -> float:
+    """The search's time on a lemma: what the rounds before it left of ``seconds``
+    (they spent ``spent``), and never less than its own ``share``.  Rocq's automation
+    mostly fails within a second, so without this most of its share would go unused
+    on the lemmas that reach the search."""
+    return max(share * seconds, seconds - spent)
 
 
 def _sample(tasks: Sequence[ProofTask], *, seconds: float, workers: int, checkpoint: str, seed: int, record,

@@ -37,7 +37,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from lean_env.verdict import ProofTask, Status
 from sgs.prover.baselines import BASELINES, HAMMER_TACTICS, Baseline, baseline_tasks, target_of
@@ -171,17 +171,21 @@ def _recorder(record):
     return done
 
 
-def run_search(prover: SearchProver, targets: Sequence[ProofTask], *, seconds: float, workers: int,
+def run_search(prover: SearchProver, targets: Sequence[ProofTask], *,
+               seconds: float | Callable[[ProofTask], float], workers: int,
                corpus: Optional[Path], checkpoint: str, record,
                forbidden: Optional[dict[str, frozenset[str]]] = None, rocq_options: Optional[dict] = None,
                expansions: Optional[int] = None) -> None:
-    """Search every target (best-first, ``seconds`` and at most ``expansions`` states each) on
-    ``workers`` Ray actors; ``record`` as :func:`run_baseline`'s, the statuses being the re-check's
-    (or the search's end when nothing was found)."""
+    """Search every target (best-first, ``seconds`` or ``seconds(target)`` and at most
+    ``expansions`` states each) on ``workers`` Ray actors; ``record`` as :func:`run_baseline`'s,
+    the statuses being the re-check's (or the search's end when nothing was found)."""
     from sgs.search.workers import ProposerSpec, search_all
 
-    settings = SearchSettings(lemma_seconds=seconds, tactic_seconds=min(10.0, seconds), finishers=prover.finishers,
+    def settings(target: ProofTask) -> SearchSettings:
+        budget = seconds(target) if callable(seconds) else seconds
+        return SearchSettings(lemma_seconds=budget, tactic_seconds=min(10.0, budget), finishers=prover.finishers,
                               **({"max_expansions": expansions} if expansions else {}))
+
     spec = ProposerSpec(prover.predictor, str(corpus) if corpus else None, checkpoint)
 
     search_all(targets, settings=settings, proposer=spec,

@@ -178,7 +178,7 @@ def test_the_rounds_run_in_order_and_a_model_proof_names_its_checkpoint(monkeypa
             record(task, "Proof. easy. Qed." if task.id == "a" else None, 1.0, {"invalid": 1})
 
     def search(prover, todo, *, seconds, workers, corpus, checkpoint, record, rocq_options):
-        calls.append(("search", [t.id for t in todo], seconds))
+        calls.append(("search", [t.id for t in todo], [seconds(t) for t in todo]))
         for task in todo:
             record(task, "Proof. auto. Qed." if task.id == "b" else None, 2.0, {"valid": 1}, {"stats": {}})
 
@@ -188,8 +188,18 @@ def test_the_rounds_run_in_order_and_a_model_proof_names_its_checkpoint(monkeypa
                                                                              kw["seconds"])))
     outcomes = attempts.attempt_all(tasks, seconds=10.0, workers=2, rocq_options={}, knn_corpus=None,
                                     checkpoint="/ckpt", rounds=("automation", "sample", "search"))
+    # The search gets what the rounds before left: 10 s less the automation's 1 s (sampling, faked, spent none).
     assert [(ids, seconds) for _, ids, seconds in calls] == [(["a", "b", "c"], 2.5), (["b", "c"], 2.0),
-                                                             (["b", "c"], 4.0)]
+                                                             (["b", "c"], [9.0, 9.0])]
     assert (outcomes["a"].prover, outcomes["a"].checkpoint) == ("automation", None)
     assert (outcomes["b"].prover, outcomes["b"].checkpoint, outcomes["b"].seconds) == ("search", "/ckpt", 3.0)
     assert outcomes["c"].proof is None and outcomes["c"].statuses == {"invalid": 1, "valid": 1}
+
+
+def test_the_search_gets_what_the_rounds_before_left_and_at_least_its_share():
+    from sgs.fill.attempts import PLANS, search_seconds
+
+    assert all(list(plan)[-1] == "search" for plan in PLANS.values())  # it takes what the others leave
+    assert search_seconds(60.0, 0.4, 3.5) == 56.5      # the automation failed fast: 56.5 s left
+    assert search_seconds(60.0, 0.4, 36.0) == 24.0     # every round used its share: the search its own
+    assert search_seconds(60.0, 0.4, 50.0) == 24.0     # a round overran its share: the search keeps its own
