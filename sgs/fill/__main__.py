@@ -48,7 +48,7 @@ from lean_env.verdict import ProofTask, Status
 from sgs.fill.adapt import ADAPT_METHODS, AdaptError, AdaptInputError, AdaptSettings, adapt, cache_root, check_cache
 from sgs.fill.admitted import FillTarget, NotFillable, allowed_names, find_admitted, written_proof
 from sgs.fill.project import find_project, source_hashes
-from sgs.fill.attempts import ROUNDS, attempt_all, recheck_all
+from sgs.fill.attempts import DEFAULT_ROUNDS, ROUNDS, attempt_all, recheck_all
 from sgs.fill.report import Row, counts, jsonl, markdown, summary_line
 from sgs.fill.write import Edit, WriteError, build_written, check_writable, replace_files
 from sgs.state.files import atomic_write
@@ -87,8 +87,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--checkpoint", default="pkg://sgs/data/rocq_prover", help="the model (--proposer model)")
     parser.add_argument("--build-dir", type=Path, help="where to build (default: ~/.cache/sgs/rocq_projects/...)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel make jobs (default 2)")
-    parser.add_argument("--rounds", default=",".join(ROUNDS),
-                        help=f"the rounds to run, of {', '.join(ROUNDS)} (default all; sample runs with the model)")
+    parser.add_argument("--rounds", default=",".join(DEFAULT_ROUNDS),
+                        help=f"the rounds to run, of {', '.join(ROUNDS)} (default {','.join(DEFAULT_ROUNDS)}; "
+                             "sample runs with the model, its share otherwise going to the search)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the samples and of --adapt's training")
     group = parser.add_argument_group("learning the project first (docs/fill.md)")
     group.add_argument("--adapt", type=int, metavar="ITERATIONS",
