@@ -51,9 +51,7 @@ def daemon(marker: str, busy: bool) -> dict:
     if middle == 0:
         os.setsid()
         if os.fork() == 0:
-            os.close(r)
-            os.write(w, b"x")
-            os.close(w)
+            os.close(r)  # w is close-on-exec (Python's pipes are): the exec below ends the parent's read
             argv = [sys.executable, "-c", "while True: pass" if busy else "import time; time.sleep(600)", marker]
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
@@ -61,7 +59,7 @@ def daemon(marker: str, busy: bool) -> dict:
             os.execvp(argv[0], argv)
         os._exit(0)
     os.close(w)
-    os.read(r, 1)  # the survivor exists before the answer goes out
+    os.read(r, 1)  # end of file once the survivor has exec'd: its command line names the marker before the answer
     os.close(r)
     os.waitpid(middle, 0)
     return {}
