@@ -279,8 +279,9 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
     command = [sys.executable, "-m", "sgs", "+experiment=standard", *warm_run, "method.conjectures_per_target=1",
                "iterations=2", "run_dir=run", f"evaluation.benchmark={benchmark}", "evaluation.every=2",
                "evaluation.ks=[1,2]", "evaluation.samples_per_problem=2",
-               # every valid proof gets the second opinion (coqc + coqchk in a fresh sandbox)
-               "prover.audit_fraction=1.0"]
+               # a seeded share of the valid proofs gets the second opinion (coqc + coqchk in a fresh
+               # sandbox; every valid one: tests/e2e/test_cli_audit.py)
+               "prover.audit_fraction=0.3"]
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "WANDB_SILENT": "true"}
     # Kill once iteration 1 is proving: the Solver must then resume on iteration 0's weights.
     partial = run_dir / "iter_0001" / "prove.partial.jsonl"
@@ -336,9 +337,9 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
         assert "no `phase_seconds/conjecture` in iteration(s) 1" in page
         # Iteration 0 was recorded by the first session, iteration 1 after the resume.
         assert [m["faults/driver_resumes"] for m in metrics] == [0, 1]
-        # Every valid proof was audited, resumed or not; real Rocq's two paths agree.
+        # The audit ran, on valid proofs only; real Rocq's two paths agree.
         for m in metrics:
-            assert m["verifier/audited"] == m["verification/valid"] + m["verifier/audit_disagreements"]
+            assert m["verifier/audited"] <= m["verification/valid"] + m["verifier/audit_disagreements"]
             assert m["verifier/audit_disagreements"] == 0
             rejected = sum(v for k, v in m.items() if k.startswith("verifier/rejected/"))
             assert rejected == m["verification/invalid"] + m["verification/timeout"]
