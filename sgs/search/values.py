@@ -15,7 +15,11 @@ higher is expanded first.  The entries:
   state looks to done.
 
 The value's data: for a closed proof of n tactic steps, the state before
-step i (0-based) is n - i tactics from done.  That counts every remaining
+step i (0-based) is n - i tactics from done.  It keeps learning as it
+searches (QEDCartographer's second stage, on its own results): every proof
+a search finds and its own backend re-checks adds the states of its path
+(:meth:`ValueScore.learn`), so the worker's later searches rank states like
+those it has closed; each search worker learns from its own searches.  That counts every remaining
 tactic of the script, the other goals' too, so a state with several goals
 reads as farther from done than its focused goal alone: the order the search
 needs (fewer goals left is closer to a proof).
@@ -26,14 +30,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from sgs.corpus.records import TheoremRecord
 from sgs.prover.knn import KnnTactics
 from sgs.prover.steps import load_theorems, proof_state, theorem_steps
 from sgs.search.strategies import Node, Score, cumulative_logprob
 
-__all__ = ["DISCOUNT", "KnnValue", "SCORES", "build_score", "steps_left"]
+__all__ = ["DISCOUNT", "KnnValue", "SCORES", "ValueScore", "build_score", "learn_from", "steps_left"]
 
 #: γ: a state k tactics from done is worth γ^k
 DISCOUNT = 0.9
@@ -85,18 +89,36 @@ class KnnValue:
         return value
 
 
-def _with_value(value: KnnValue, with_logprob: bool) -> Score:
-    def score(node: Node) -> float:
-        estimate = math.log(value.estimate(proof_state(node.goals)))
-        return node.logprob + estimate if with_logprob else estimate
-    return score
+class ValueScore:
+    """A score from a :class:`KnnValue` (log V(s), plus the path's log-probability
+    ``with_logprob``), whose memory grows with the proofs found (:meth:`learn`)."""
+
+    def __init__(self, value: KnnValue, with_logprob: bool) -> None:
+        self.value, self.with_logprob = value, with_logprob
+
+    def __call__(self, node: Node) -> float:
+        estimate = math.log(self.value.estimate(proof_state(node.goals)))
+        return node.logprob + estimate if self.with_logprob else estimate
+
+    def learn(self, states: Sequence[str]) -> None:
+        """A found proof's path: the goals each of its n tactics ran on, root first;
+        the i-th (0-based) is n - i tactics from done."""
+        for index, goals in enumerate(states):
+            self.value.add(proof_state(goals), len(states) - index)
+
+
+def learn_from(score: Score, result: Mapping[str, Any]) -> None:
+    """Let ``score`` learn from a search's ``result`` (:class:`~sgs.search.workers.SearchWorker`'s
+    record) when it proved its target and the score learns (a :class:`ValueScore`)."""
+    if result.get("proved") and result.get("states") and isinstance(score, ValueScore):
+        score.learn(result["states"])
 
 
 #: score name -> builder(corpus) -> score; the names are ``--score`` / ``score`` choices
 SCORES: dict[str, Callable[[Optional[Path]], Score]] = {
     "logprob": lambda corpus: cumulative_logprob,
-    "value": lambda corpus: _with_value(_value_of(corpus), with_logprob=False),
-    "logprob+value": lambda corpus: _with_value(_value_of(corpus), with_logprob=True),
+    "value": lambda corpus: ValueScore(_value_of(corpus), with_logprob=False),
+    "logprob+value": lambda corpus: ValueScore(_value_of(corpus), with_logprob=True),
 }
 
 

@@ -108,7 +108,7 @@ class SearchWorker:
         the proposer's tactics never name the ``forbidden`` lemmas."""
         from sgs.search.proposers import WithoutNames
         from sgs.search.strategies import search
-        from sgs.search.values import build_score
+        from sgs.search.values import build_score, learn_from
         if score not in self._scores:
             self._scores[score] = build_score(score, Path(self._corpus) if self._corpus else None)
         proposer = WithoutNames(self._proposer, forbidden) if forbidden else self._proposer
@@ -117,12 +117,15 @@ class SearchWorker:
         verdict = result.verdict
         # The path's steps (the tactics and the states they were run on) whenever one was found:
         # self-play trains on those of the proofs its verifier pool accepts.
-        return {"target": task.id, "proved": result.proved, "found": result.found, "stop": result.stop,
-                "proof": result.proof if result.proved else None,
-                "tactics": list(result.tactics), "states": list(result.states),
-                "verdict": None if verdict is None else {"status": verdict.status.value, "reason": verdict.reason},
-                "stats": result.stats.as_dict(),
-                "generation": {key: count - before[key] for key, count in self._counts().items()}}
+        record = {"target": task.id, "proved": result.proved, "found": result.found, "stop": result.stop,
+                  "proof": result.proof if result.proved else None,
+                  "tactics": list(result.tactics), "states": list(result.states),
+                  "verdict": None if verdict is None else {"status": verdict.status.value, "reason": verdict.reason},
+                  "stats": result.stats.as_dict(),
+                  "generation": {key: count - before[key] for key, count in self._counts().items()}}
+        # A value estimate learns from the proofs its own backend re-checked (sgs/search/values.py).
+        learn_from(self._scores[score], record)
+        return record
 
     def _counts(self) -> dict[str, int]:
         """The proposer's model calls and tokens so far (an engine proposer counts them; others none)."""

@@ -11,7 +11,7 @@ from lean_env.verdict import ProofTask
 from sgs.corpus.records import Step, TheoremRecord
 from sgs.search.settings import SearchSettings
 from sgs.search.strategies import Node, search
-from sgs.search.values import SCORES, KnnValue, build_score, steps_left
+from sgs.search.values import SCORES, KnnValue, ValueScore, build_score, learn_from, steps_left
 from tests.unit.sgs.search.graph_prover import QED, GraphProver, TableProposer
 
 
@@ -82,3 +82,17 @@ def test_best_first_by_value_expands_the_state_that_looks_closer_to_done():
     prover = GraphProver(graph)
     valued = search(task, prover, TableProposer(table), settings, score=by_value)
     assert valued.tactics == ("b", "q") and prover.expanded_states() == ["root", "B"]
+
+
+def test_the_value_learns_the_states_of_the_proofs_the_search_finds():
+    score = ValueScore(KnnValue(discount=0.5), with_logprob=True)
+    # a proof of two tactics: its root state is 2 tactics from done, the next 1
+    found = {"proved": True, "states": [_goal("x = x"), _goal("y + z = z + y")]}
+    learn_from(score, {**found, "proved": False})          # found but refused by the re-check: nothing
+    assert len(score.value) == 0
+    learn_from(score, found)
+    assert len(score.value) == 2
+    assert score.value.estimate("x = x") == pytest.approx(0.25)            # stored as its display
+    node = Node(handle=None, goals=_goal("y + z = z + y"), tactics=("t",), logprob=-1.0, key=b"")
+    assert score(node) == pytest.approx(-1.0 + math.log(0.5))
+    learn_from(build_score("logprob"), found)              # a score that does not learn: ignored
