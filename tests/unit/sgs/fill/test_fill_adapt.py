@@ -11,8 +11,9 @@ import pytest
 import sgs.prover.train
 from sgs.fill import adapt as adapt_module
 from sgs.fill.__main__ import UsageError, parse_args
-from sgs.fill.adapt import (ADAPT_METHODS, AdaptInputError, AdaptSettings, Stage, check_cache, newest_solver_checkpoint,
-                            selfplay_command, selfplay_key, supervised_key, supervised_stage)
+from sgs.fill.adapt import (ADAPT_METHODS, AdaptError, AdaptInputError, AdaptSettings, Stage, check_cache,
+                            newest_solver_checkpoint, selfplay_command, selfplay_key, selfplay_stage, supervised_key,
+                            supervised_stage)
 from sgs.fill.report import Row, summary_line
 
 SETTINGS = AdaptSettings(iterations=2)
@@ -203,3 +204,37 @@ def test_the_search_gets_what_the_rounds_before_left_and_at_least_its_share():
     assert search_seconds(60.0, 0.4, 3.5) == 56.5      # the automation failed fast: 56.5 s left
     assert search_seconds(60.0, 0.4, 36.0) == 24.0     # every round used its share: the search its own
     assert search_seconds(60.0, 0.4, 50.0) == 24.0     # a round overran its share: the search keeps its own
+
+
+def test_a_stopped_self_play_stage_resumes_in_its_own_run_directory(tmp_path, monkeypatch):
+    """The first try stops (past its time: None; then a crash: exit 1), nothing is recorded as
+    done; the next one runs the same command on the same run directory, which ``python -m sgs``
+    resumes (tests/e2e/test_loop.py kills and resumes a real run), and only then is the stage kept."""
+    folder, runs = tmp_path / "sgs-stage", []
+    exits = iter([None, 1, 0])
+
+    def fake_bounded(command, out, timeout):
+        runs.append(list(command))
+        code = next(exits)
+        if code == 0:  # the resumed run finishes: a checkpoint and its metrics
+            (folder / "run" / "checkpoints" / "solver" / "iter_0001").mkdir(parents=True)
+            (folder / "run" / "checkpoints" / "solver" / "iter_0001" / "config.json").write_text("{}")
+            (folder / "run" / "metrics.jsonl").write_text(json.dumps({"generations": 40,
+                                                                      "cumulative_solve_rate": 0.5}) + "\n")
+        return code
+
+    monkeypatch.setattr(adapt_module, "_bounded", fake_bounded)
+    folder.mkdir()
+    stage = lambda: selfplay_stage(folder, tmp_path / "targets.jsonl", "/sup/checkpoint", (), SETTINGS,  # noqa: E731
+                                   log=lambda line: None)
+    with pytest.raises(AdaptError, match="ran past .* run again to resume it"):
+        stage()
+    with pytest.raises(AdaptError, match="exit 1.* run again to resume it"):
+        stage()
+    assert not (folder / "adapted.json").exists()
+    made = stage()
+    assert runs[0] == runs[1] == runs[2] and f"run_dir={folder / 'run'}" in runs[0]
+    assert made.checkpoint == str(folder / "run" / "checkpoints" / "solver" / "iter_0001")
+    assert made.detail == {"iterations": 2, "generations": 40, "cumulative_solve_rate": 0.5, "solver_updated": True}
+    assert (folder / "selfplay.log").read_text().count("$ ") == 3   # every try's command, one log
+    assert stage() == replace(made, cached=True) and len(runs) == 3    # kept: not run again
