@@ -68,7 +68,8 @@ class Arm:
 ARMS: dict[str, Arm] = {
     "a": Arm("learning-free baselines: Rocq's automation, then sauto", ("--rounds", "automation,sauto"),
              seeded=False),
-    "b": Arm("the shipped prover, no adaptation (sampling, then search)", ("--proposer", "model")),
+    # the model's search proposes by beam search: without the sampling round, seeds change nothing
+    "b": Arm("the shipped prover, no adaptation (its search)", ("--proposer", "model"), seeded=False),
     "c": Arm("supervised adaptation only", ("--proposer", "model"), "supervised"),
     "d": Arm("SGS self-play adaptation (after the supervised stage)", ("--proposer", "model"), "sgs"),
     "e": Arm("RL-only adaptation, same iterations (after the supervised stage)", ("--proposer", "model"), "rl"),

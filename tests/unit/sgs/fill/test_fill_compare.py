@@ -69,6 +69,8 @@ def test_a_rerun_skips_what_is_done_and_unseeded_arms_run_once():
     done = [{"project": "p", "arm": "a", "seed": 0}, {"project": "p", "arm": "d", "seed": 1}]
     assert pending(["p", "q"], ["a", "d"], [0, 1], done) == [("p", "d", 0), ("q", "a", 0), ("q", "d", 0),
                                                               ("q", "d", 1)]
+    # the arms that adapt train with the seed; the others give the same fill whatever it is
+    assert [arm for arm, spec in ARMS.items() if spec.seeded] == ["c", "d", "e"]
 
 
 def test_the_table_has_a_cell_per_project_and_arm():
