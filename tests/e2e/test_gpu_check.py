@@ -8,7 +8,6 @@ config."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
