@@ -36,11 +36,12 @@ from sgs.prover.baselines import BASELINES, HAMMER_TACTICS
 from sgs.prover.proof_rate import SearchProver, run_baseline, run_search
 from sgs.search.settings import ROCQ_FINISHERS
 
-__all__ = ["DEFAULT_ROUNDS", "PLANS", "SHARES", "ROUNDS", "Outcome", "attempt_all", "recheck", "recheck_all", "search_seconds"]
+__all__ = ["DEFAULT_ROUNDS", "PLANS", "SHARES", "ROUNDS", "Outcome", "attempt_all", "recheck", "recheck_all",
+           "search_seconds"]
 
 #: the rounds, in order, and each one's share of a lemma's time, by what proposes to the
-#: search: the k-NN (no checkpoint to sample from), or the model (whose whole proofs are
-#: sampled first: the mode self-play trains).  The search comes last in each, as it
+#: search: the k-NN (no checkpoint to sample from), or the model (whose whole proofs may be
+#: sampled first, when that round is asked for).  The search comes last in each, as it
 #: takes what the others leave (:func:`search_seconds`)
 PLANS: dict[str, dict[str, float]] = {
     "knn": {"automation": 0.3, "sauto": 0.2, "search": 0.5},
@@ -134,9 +135,9 @@ def attempt_all(tasks: Sequence[ProofTask], *, seconds: float, workers: int, roc
 
 def search_seconds(seconds: float, share: float, spent: float) -> float:
     """The search's time on a lemma: what the rounds before it left of ``seconds``
-    (they spent ``spent``), and never less than its own ``share``.  Rocq's automation
-    mostly fails within a second, so without this most of its share would go unused
-    on the lemmas that reach the search."""
+    (they spent ``spent``), and never less than its own ``share``: a round that fails
+    fast (Rocq's automation often does) or is left out would otherwise leave its share
+    unused on the lemmas that reach the search."""
     return max(share * seconds, seconds - spent)
 
 
