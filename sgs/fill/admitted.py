@@ -29,10 +29,18 @@ from dataclasses import dataclass
 from lean_env.rocq.checks import RocqTextError, split_sentences
 from sgs.state.rocq_declarations import IDENT, find_declarations, project_axioms
 
-__all__ = ["FillTarget", "NotFillable", "find_admitted", "allowed_names", "written_proof"]
+__all__ = ["FillTarget", "NotFillable", "find_admitted", "readable_using", "allowed_names", "written_proof"]
 
-#: ``Proof using`` clauses whose generalisation this module can state: names, ``Type``, ``All``
-_SIMPLE_USING = re.compile(rf"(?:{IDENT}\s*)+")
+#: ``Proof using`` clauses whose generalisation this module can state: names, ``Type``, ``All``, or
+#: none (``Proof using.``: the statement's own variables only)
+_SIMPLE_USING = re.compile(rf"(?:{IDENT}\s*)*")
+_PROOF_USING = re.compile(r"Proof\s+using\b\s*(.*?)\s*\.", re.S)
+
+
+def readable_using(sentence: str) -> bool:
+    """Whether the ``Proof using ...`` ``sentence``'s clause is one this module can state."""
+    using = _PROOF_USING.fullmatch(" ".join(sentence.split()))
+    return using is not None and bool(_SIMPLE_USING.fullmatch(using.group(1)))
 
 
 @dataclass(frozen=True)
@@ -91,7 +99,7 @@ def find_admitted(text: str, file: str, module: str, *, admits: bool = False
         if form == "partial" and not admits:
             continue
         in_section = any(part.startswith("section ") for part in declaration.context.split(", "))
-        using = re.fullmatch(r"Proof\s+using\s+(.*?)\s*\.", " ".join(opener.split()), re.S)
+        using = _PROOF_USING.fullmatch(" ".join(opener.split()))
         statements = (declaration.statement, *declaration.alternatives)
         if not in_section:
             statement, opening = declaration.statement, sentences[0].text if using else "Proof."

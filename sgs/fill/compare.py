@@ -22,10 +22,13 @@ Resumable: each finished (project, arm, seed) is one line of
 checkpoints are kept in ``<out>/adapt_cache`` (so (d) and (e) reuse (c)'s
 supervised stage of the same seed).  ``--table`` writes ``<out>/table.md``.
 
-Not drawn: a lemma in a section whose proof has no ``Proof using`` clause
-(Coq generalises an admitted lemma over every variable of its section, a
-proved one over those its proof uses, so admitting it may change its type
-and break the lemmas after it: docs/fill.md).
+A lemma in a section is admitted with a ``Proof using`` clause: its own, or
+the one Coq suggests for its proof (``coqc -set "Suggest Proof Using"``).
+Coq generalises an admitted lemma over every variable of its section, a
+proved one over those its proof uses, so admitting it bare may change its
+type and break the lemmas after it (docs/fill.md); with the clause its type
+stays.  A section lemma with neither (Coq suggests nothing for a
+``Defined`` proof) is not drawn.
 """
 
 from __future__ import annotations
@@ -39,18 +42,25 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, Optional, Sequence
+from typing import Mapping, NoReturn, Optional, Sequence
 
+from sgs.fill.admitted import readable_using
 from sgs.state.files import atomic_write
+from sgs.state.rocq_project import BuildError, ProjectError, build, read_project
 
-__all__ = ["Arm", "ARMS", "eligible", "draw", "admit_text", "fill_command", "pending", "table", "main"]
+__all__ = ["Arm", "ARMS", "eligible", "draw", "admit_text", "parse_suggestions", "fill_command", "pending", "table",
+           "main"]
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PROJECTS = REPO.parent / "shared" / "data" / "rocq_projects"
 _PROOF_USING = re.compile(r"Proof\s+using\b[^.]*\.(?=\s|$)")
+# Coq breaks the message's lines where a long name makes it wide: any whitespace between words
+_SUGGESTION = re.compile(r"The\s+proof\s+of\s+(\S+)\s+should\s+start\s+with\s+one\s+of\s+the\s+following"
+                         r"\s+commands:\s*((?:Proof\s+using\b[^.]*\.\s*)+)")
 
 
 @dataclass(frozen=True)
@@ -81,13 +91,62 @@ class UsageError(Exception):
     pass
 
 
-def eligible(row: dict, text: str) -> bool:
-    """Whether a traced lemma may be admitted (see the module docstring): not in a
-    section, or in one with a ``Proof using`` clause (``text``: its file)."""
+def eligible(row: dict, text: str, suggested: Optional[Mapping[str, Optional[str]]]) -> bool:
+    """Whether a traced lemma may be admitted without changing its type (see the
+    module docstring; ``text``: its file; ``suggested``: :func:`parse_suggestions`
+    of the file, None when Coq was not asked)."""
     if "section" not in row.get("context", ""):
         return True
     declaration = _declaration(row, text)
-    return declaration is not None and bool(_PROOF_USING.match(text, declaration.proof_span[0]))
+    if declaration is None:
+        return False
+    if _PROOF_USING.match(text, declaration.proof_span[0]):
+        return True
+    if suggested is None or [d.name for d in _declarations(text).values()].count(declaration.name) > 1:
+        return False
+    if declaration.name in suggested:
+        return suggested[declaration.name] is not None
+    # Coq suggests a clause for every Qed proof with section variables in scope: none are
+    return declaration.ending == "Qed"
+
+
+def parse_suggestions(output: str) -> dict[str, Optional[str]]:
+    """From what ``coqc -set "Suggest Proof Using"`` prints for one file: by lemma
+    name, the first suggested clause :mod:`sgs.fill.admitted` can read (Coq lists
+    the smallest first), or None when there is none, or when the name was
+    suggested for twice (one short name in two modules of the file: which is
+    which cannot be told)."""
+    found: dict[str, list[Optional[str]]] = {}
+    for match in _SUGGESTION.finditer(output):
+        clauses = [" ".join(clause.split()) for clause in re.findall(r"Proof\s+using\b[^.]*\.", match.group(2))]
+        found.setdefault(match.group(1), []).append(next((c for c in clauses if readable_using(c)), None))
+    if len(re.findall(r"The\s+proof\s+of\s", output)) != sum(map(len, found.values())):
+        # a missed suggestion would pass its lemma for one without section variables
+        raise UsageError(f"Coq's Proof using suggestions were not all read: {output[:300]!r}")
+    return {name: clauses[0] if len(clauses) == 1 else None for name, clauses in found.items()}
+
+
+def suggested_clauses(source: Path, build_dir: Path, files: Sequence[str]) -> dict[str, dict[str, Optional[str]]]:
+    """:func:`parse_suggestions` for each of ``files`` of the project ``source``,
+    compiled again with Coq's suggestions on, after the project is built in
+    ``build_dir`` (up to date already when the tracer built it there)."""
+    try:
+        project = read_project(source)
+        build(project, build_dir)
+    except (ProjectError, BuildError) as error:
+        raise UsageError(f"{source}: {error}") from None
+    flags = [part for item in project.load_path for part in (item.flag, item.directory, item.name)]
+    found = {}
+    with tempfile.TemporaryDirectory(prefix="sgs-suggest-") as scratch:
+        for file in files:
+            # -o elsewhere: the build's own .vo stays as make left it
+            compiled = Path(scratch) / Path(file).with_suffix(".vo").name
+            proc = subprocess.run(["coqc", *flags, "-set", "Suggest Proof Using", file, "-o", str(compiled)],
+                                  cwd=build_dir, capture_output=True, text=True, timeout=3600)
+            if proc.returncode != 0:
+                raise UsageError(f"{source / file}: coqc with Suggest Proof Using failed: {proc.stderr.strip()[-300:]}")
+            found[file] = parse_suggestions(proc.stdout + proc.stderr)
+    return found
 
 
 def _declaration(row: dict, text: str):
@@ -106,12 +165,14 @@ def draw(ids: Sequence[str], traced: int, fraction: float, seed: int) -> list[st
     return sorted(random.Random(seed).sample(sorted(ids), count))
 
 
-def admit_text(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    """``text`` with each proof span replaced by ``Admitted.`` (a ``Proof using``
-    opening kept: the lemma's type stays the one its clause gives)."""
+def admit_text(text: str, spans: Sequence[tuple[int, int]], suggested: Mapping[int, str] = {}) -> str:
+    """``text`` with each proof span replaced by ``Admitted.``, opened by the
+    proof's own ``Proof using`` or else by ``suggested[start of the span]``: the
+    lemma's type stays the one its proof gave it."""
     for start, end in sorted(spans, reverse=True):
         using = _PROOF_USING.match(text, start)
-        replacement = (using.group(0) + "\n" if using else "") + "Admitted."
+        opening = using.group(0) if using else suggested.get(start)
+        replacement = (opening + "\n" if opening else "") + "Admitted."
         text = text[:start] + replacement + text[end:]
     return text
 
@@ -137,20 +198,40 @@ def prepare(source: Path, out: Path, *, fraction: float, seed: int, log) -> Path
     for row in rows:
         file = row["source"]["file"]
         texts.setdefault(file, (source / file).read_text(encoding="utf-8"))
-    pool = [row["id"] for row in rows if eligible(row, texts[row["source"]["file"]])]
+    unclaused = sorted({row["source"]["file"] for row in rows if not eligible(row, texts[row["source"]["file"]], None)})
+    if unclaused:
+        log(f"{source.name}: asking Coq for the Proof using clauses of {len(unclaused)} files' section lemmas")
+    suggested = suggested_clauses(source, out / "build" / f"{source.name}.original", unclaused) if unclaused else {}
+    pool = [row["id"] for row in rows
+            if eligible(row, texts[row["source"]["file"]], suggested.get(row["source"]["file"]))]
+    if not pool:
+        raise UsageError(f"{source}: none of its {len(rows)} traced lemmas can be admitted without changing "
+                         "its type (see the module docstring)")
     chosen = set(draw(pool, len(rows), fraction, seed))
     if work.exists():
         shutil.rmtree(work)
     shutil.copytree(source, work, ignore=shutil.ignore_patterns(".*", "*.vo", "*.vos", "*.vok", "*.glob", "*.aux"))
     spans: dict[str, list[tuple[int, int]]] = {}
+    openings: dict[str, dict[int, str]] = {}
     for row in rows:
         if row["id"] in chosen:
-            declaration = _declaration(row, texts[row["source"]["file"]])
+            file = row["source"]["file"]
+            declaration = _declaration(row, texts[file])
             assert declaration is not None, row["id"]
-            spans.setdefault(row["source"]["file"], []).append(declaration.proof_span)
+            spans.setdefault(file, []).append(declaration.proof_span)
+            clause = suggested.get(file, {}).get(declaration.name) if "section" in row.get("context", "") else None
+            if clause is not None:
+                openings.setdefault(file, {})[declaration.proof_span[0]] = clause
     for file, file_spans in spans.items():
-        (work / file).write_text(admit_text(texts[file], file_spans), encoding="utf-8")
+        (work / file).write_text(admit_text(texts[file], file_spans, openings.get(file, {})), encoding="utf-8")
+    try:
+        # every arm builds it first (into the same folder): a lemma whose type changed shows here once
+        build(read_project(work), out / "build" / source.name)
+    except (ProjectError, BuildError) as error:
+        raise UsageError(f"{source.name}: the copy with {len(chosen)} lemmas admitted does not build: "
+                         f"{error}") from None
     atomic_write(record_path, json.dumps({"traced": len(rows), "eligible": len(pool), "admitted": sorted(chosen),
+                                          "suggested_clauses": sum(map(len, openings.values())),
                                           "fraction": fraction, "seed": seed}, indent=2).encode())
     log(f"{source.name}: admitted {len(chosen)} of {len(rows)} traced lemmas ({len(pool)} eligible)")
     return work
@@ -270,11 +351,21 @@ def run(args: argparse.Namespace) -> int:
     def log(line: str) -> None:
         print(f"[{datetime.datetime.now(datetime.timezone.utc):%H:%M:%S}] {line}", flush=True)
 
+    unusable: dict[str, str] = {}   # project -> why it could not be prepared
     if not args.table:
         todo = pending(args.names, args.arms, args.seeds, _lines(results))
         log(f"{len(todo)} fills to run")
         for project, arm, seed in todo:
-            work = prepare(args.projects / project, out, fraction=args.fraction, seed=args.draw_seed, log=log)
+            if project in unusable:
+                continue
+            try:
+                work = prepare(args.projects / project, out, fraction=args.fraction, seed=args.draw_seed, log=log)
+            except UsageError as error:
+                # one project that cannot be prepared leaves the others to run
+                unusable[project] = str(error)
+                _append(failures, {"project": project, "prepare": str(error)})
+                log(f"{project}: skipped: {error}")
+                continue
             report = out / "reports" / project / f"{arm}-seed{seed}.jsonl"
             command = fill_command(ARMS[arm], work, report, seed, time_per_lemma=args.time_per_lemma,
                                    workers=args.workers, build_dir=out / "build" / project,
@@ -310,7 +401,7 @@ def run(args: argparse.Namespace) -> int:
     page = table(_lines(results), args.arms)
     atomic_write(out / "table.md", page.encode())
     print(page)
-    return 0
+    return 1 if unusable else 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -31,6 +31,9 @@ Admitted.
 Lemma strange_using : n >= 1.
 Proof using Type*.
 Admitted.
+Lemma using_none : m = m.
+Proof using .
+Admitted.
 End S.
 Module M.
 Lemma in_module : True. Proof.
@@ -46,7 +49,7 @@ def by_name(admits: bool = False):
 
 def test_every_form_is_found_and_comments_and_strings_are_not():
     targets, problems = by_name()
-    assert set(targets) == {"after_statement", "after_proof", "using_h", "all_variables", "in_module"}
+    assert set(targets) == {"after_statement", "after_proof", "using_h", "all_variables", "in_module", "using_none"}
     assert set(problems) == {"strange_using"}
     assert "only a list of names, Type or All" in problems["strange_using"].reason
     assert targets["after_statement"].form == "statement"
@@ -74,6 +77,9 @@ def test_ids_headers_and_statements_follow_the_blocks():
     assert targets["using_h"].statement == "Lemma using_h (n : nat) (H : n > 0) : n >= 1."
     assert targets["all_variables"].opening == "Proof using All."
     assert targets["using_h"].opening == "Proof using H."
+    # Proof using . (as Coq suggests it): the statement's own variables only
+    assert targets["using_none"].statement == "Lemma using_none (m : nat) : m = m."
+    assert targets["using_none"].opening == "Proof using ."
     assert targets["after_proof"].opening == "Proof."
     assert "End S." in targets["using_h"].header
 

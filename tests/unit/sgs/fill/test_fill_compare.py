@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sgs.fill.compare import ARMS, UsageError, admit_text, draw, eligible, fill_command, parse_args, pending, table
+from sgs.fill.compare import (ARMS, UsageError, admit_text, draw, eligible, fill_command, parse_args, parse_suggestions,
+                              pending, table)
 from sgs.state.rocq_declarations import find_declarations
 
 FILE = """\
@@ -21,7 +22,30 @@ Proof using n.
 Qed.
 Lemma no_clause : n = n.
 Proof. reflexivity. Qed.
+Lemma transparent : n = n.
+Proof. reflexivity. Defined.
 End S.
+"""
+
+#: what coqc 8.16 printed with -set "Suggest Proof Using" (a real run's shape: a long
+#: name breaks the first line, and Coq lists the smallest clause first)
+SUGGESTIONS = """\
+File "./F.v", line 3, characters 2-7:
+Warning: The Focus command is deprecated; use bullets or focusing brackets
+instead [deprecated-focus,deprecated]
+The proof of get_single_eq_inv
+should start with one of the following commands:
+Proof using . 
+Proof using Type. 
+The proof of l1 should start with one of the following commands:
+Proof using H. 
+Proof using Type*. 
+The proof of weird should start with one of the following commands:
+Proof using Type*. 
+The proof of twice should start with one of the following commands:
+Proof using . 
+The proof of twice should start with one of the following commands:
+Proof using n. 
 """
 
 
@@ -29,16 +53,41 @@ def row(name: str, line: int, context: str = "") -> dict:
     return {"id": f"P.F.{name}", "source": {"file": "F.v", "line": line}, "context": context}
 
 
-def test_a_section_lemma_is_drawn_only_with_a_proof_using_clause():
-    assert eligible(row("top", 1), FILE)
-    assert eligible(row("uses_n", 5, "section S"), FILE)
-    assert not eligible(row("no_clause", 9, "section S"), FILE)
+def test_coqs_suggestions_are_read_smallest_readable_clause_first():
+    assert parse_suggestions(SUGGESTIONS) == {
+        "get_single_eq_inv": "Proof using .", "l1": "Proof using H.",
+        "weird": None,       # Type* is not a clause sgs.fill.admitted can state
+        "twice": None,       # one short name in two modules: which is which cannot be told
+    }
+    assert parse_suggestions("") == {}
 
 
-def test_admitting_keeps_a_proof_using_clause_and_nothing_else_changes():
-    spans = [d.proof_span for d in find_declarations(FILE)[0] if d.name in ("top", "uses_n")]
-    assert admit_text(FILE, spans) == FILE.replace("Proof. reflexivity. Qed.\nSection", "Admitted.\nSection").replace(
-        "Proof using n.\n  reflexivity.\nQed.", "Proof using n.\nAdmitted.")
+def test_a_suggestion_that_cannot_be_read_is_an_error_not_a_lemma_without_variables():
+    with pytest.raises(UsageError, match="not all read"):
+        parse_suggestions("The proof of l1 should start with one of the following commands:\nUse All.\n")
+    assert parse_suggestions("The proof of l1 should start with one of the following commands:\n"
+                             "Proof using (x y).\n") == {"l1": None}
+
+
+def test_a_section_lemma_is_drawn_only_when_admitting_it_keeps_its_type():
+    for suggested in (None, {}, {"no_clause": None}):
+        assert eligible(row("top", 1), FILE, suggested)                      # no section
+        assert eligible(row("uses_n", 5, "section S"), FILE, suggested)      # its own clause
+    assert not eligible(row("no_clause", 9, "section S"), FILE, None)        # Coq not asked
+    assert eligible(row("no_clause", 9, "section S"), FILE, {"no_clause": "Proof using ."})
+    assert not eligible(row("no_clause", 9, "section S"), FILE, {"no_clause": None})
+    # Coq asked and silent: a Qed proof has no section variable in scope, a Defined one may
+    assert eligible(row("no_clause", 9, "section S"), FILE, {})
+    assert not eligible(row("transparent", 11, "section S"), FILE, {})
+
+
+def test_admitting_keeps_or_adds_a_proof_using_clause_and_nothing_else_changes():
+    spans = {d.name: d.proof_span for d in find_declarations(FILE)[0]}
+    admitted = admit_text(FILE, [spans["top"], spans["uses_n"], spans["no_clause"]],
+                          {spans["no_clause"][0]: "Proof using ."})
+    assert admitted == FILE.replace("Proof. reflexivity. Qed.\nSection", "Admitted.\nSection").replace(
+        "Proof using n.\n  reflexivity.\nQed.", "Proof using n.\nAdmitted.").replace(
+        "Lemma no_clause : n = n.\nProof. reflexivity. Qed.", "Lemma no_clause : n = n.\nProof using .\nAdmitted.")
 
 
 def test_the_draw_is_a_seeded_share_of_the_traced_lemmas_among_the_eligible():
