@@ -26,6 +26,8 @@ an out-of-memory error in one leaves the GPU clean for the next:
   iterations, three vLLM engines and the learner sharing the GPU.
 
 The ``environment`` stage always runs (every report names its machine).
+Without a visible GPU (and no ``--dry-run``) the other stages are skipped
+at once, with that reason, without a process each.
 A stage that lacks what it needs is skipped and one that breaks is recorded
 as failed, each with its reason, and the next one runs.  The figures go to
 ``<out>/gpu_check.json`` and ``<out>/gpu_check.md`` with the date and the
@@ -46,7 +48,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from gpu_stages import STAGES, CheckContext, Outcome, Skip, repo_env
+from gpu_stages import NEEDS_GPU, STAGES, CheckContext, Outcome, Skip, need_gpu, repo_env
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -68,6 +70,15 @@ def run_stage(name: str, ctx: CheckContext) -> Outcome:
         return Outcome(**json.loads(report.read_text()))
     tail = "\n".join(done.stdout.splitlines()[-10:])
     return Outcome("fail", f"the stage's process exited with status {done.returncode} and no report:\n{tail}")
+
+
+def missing_gpu(ctx: CheckContext) -> str:
+    """Why the GPU stages skip here (:func:`gpu_stages.need_gpu`'s reason), or "" when they run."""
+    try:
+        need_gpu(ctx)
+    except Skip as skip:
+        return str(skip)
+    return ""
 
 
 def stage_main(name: str, ctx: CheckContext, report: Path) -> None:
@@ -132,10 +143,12 @@ def main() -> int:
     summary = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "commit": commit(),
                "dry_run": args.dry_run, "stages": {}}
     began = time.perf_counter()
+    no_gpu = missing_gpu(ctx)
     for name in chosen:
         print(f"[gpu-check] {name} ...", flush=True)
         started = time.perf_counter()
-        outcome = run_stage(name, ctx)
+        # a stage that would only find no GPU is not given a process of its own to find it
+        outcome = Outcome("skip", no_gpu) if no_gpu and name in NEEDS_GPU else run_stage(name, ctx)
         summary["stages"][name] = {**asdict(outcome), "seconds": round(time.perf_counter() - started, 1)}
         print(f"[gpu-check] {name}: {outcome.status}"
               + (f" ({outcome.reason.splitlines()[0]})" if outcome.reason else f" {outcome.figures}"), flush=True)

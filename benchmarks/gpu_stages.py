@@ -411,3 +411,5 @@ STAGES: dict[str, Callable[[CheckContext], Outcome]] = {
     "tactic_batching": tactic_batching,
     "loop": loop,
 }
+#: the stages that start with :func:`need_gpu` (all but the machine's description)
+NEEDS_GPU = frozenset(STAGES) - {"environment"}

@@ -88,6 +88,7 @@ def test_without_a_gpu_every_gpu_stage_is_skipped_with_its_reason(tmp_path):
     assert stages["environment"]["status"] == "ok"
     for name in ("generation", "learner", "sleep_wake", "weight_update", "loop"):
         assert stages[name]["status"] == "skip" and "no CUDA GPU visible" in stages[name]["reason"], name
+        assert not (tmp_path / f"{name}.stage.log").exists(), name   # said without a process of its own
 
 
 def test_bad_arguments_are_refused_with_status_2(tmp_path):
