@@ -268,7 +268,7 @@ def train(options: TrainOptions, log=print) -> dict:
         if not epoch_batches:
             epoch += 1
         if progress["steps"] % 50 == 0:
-            record = {"step": progress["steps"], "loss": round(float(loss), 4), "tokens": progress["tokens"],
+            record = {"step": progress["steps"], "loss": round(loss.item(), 4), "tokens": progress["tokens"],
                       "seconds": round(progress["seconds"], 1), "epochs": round(progress["epochs"], 3)}
             log_file.write(json.dumps(record) + "\n")
             log_file.flush()
@@ -277,12 +277,14 @@ def train(options: TrainOptions, log=print) -> dict:
         if time.monotonic() - last_save > options.save_minutes * 60:
             _save(model, tokenizer, optimizer, progress, options.out)
             last_save = time.monotonic()
+    # None, not 0, without held-out examples (a project's adaptation trains on all of its proofs)
     progress["held_out_loss"] = round(evaluate_loss(model, held_out_encoded, options.batch_tokens,
-                                                    tokenizer.pad_token_id), 4)
+                                                    tokenizer.pad_token_id), 4) if held_out_encoded else None
     progress["held_out_examples"] = len(held_out_encoded)
     _save(model, tokenizer, optimizer, progress, options.out)
-    log(f"done: {progress['steps']} steps, {progress['epochs']:.2f} epochs, held-out loss "
-        f"{progress['held_out_loss']:.3f} per token")
+    measured = (f"held-out loss {progress['held_out_loss']:.3f} per token" if held_out_encoded
+                else "no held-out examples")
+    log(f"done: {progress['steps']} steps, {progress['epochs']:.2f} epochs, {measured}")
     return progress
 
 

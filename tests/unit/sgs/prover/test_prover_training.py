@@ -101,6 +101,16 @@ def test_a_tiny_run_trains_saves_and_resumes(tmp_path):
     assert second["steps"] > first["steps"]
 
 
+def test_without_held_out_examples_no_held_out_loss_is_claimed(tmp_path):
+    corpus = tmp_path / "corpus"
+    _write(corpus, "A.v", "train", [_theorem(f"t{i}", "train", ["auto."]) for i in range(3)])
+    said: list[str] = []
+    done = train(TrainOptions(corpus=corpus, out=tmp_path / "run", size="xs", minutes=0.01, warmstart=None,
+                              batch_tokens=768, warmup_steps=1), log=said.append)
+    assert done["held_out_examples"] == 0 and done["held_out_loss"] is None
+    assert said[-1].endswith("no held-out examples") and "loss 0.000" not in said[-1]
+
+
 def test_bad_arguments_exit_2(tmp_path, capsys):
     assert train_main(["--corpus", str(tmp_path / "missing"), "--out", str(tmp_path / "out"), "--size", "huge"]) == 2
     err = capsys.readouterr().err
