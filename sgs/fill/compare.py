@@ -141,10 +141,14 @@ def suggested_clauses(source: Path, build_dir: Path, files: Sequence[str]) -> di
         for file in files:
             # -o elsewhere: the build's own .vo stays as make left it
             compiled = Path(scratch) / Path(file).with_suffix(".vo").name
-            proc = subprocess.run(["coqc", *flags, "-set", "Suggest Proof Using", file, "-o", str(compiled)],
-                                  cwd=build_dir, capture_output=True, text=True, timeout=3600)
+            try:
+                proc = subprocess.run(["coqc", *flags, "-set", "Suggest Proof Using", file, "-o", str(compiled)],
+                                      cwd=build_dir, capture_output=True, text=True, timeout=3600)
+            except subprocess.TimeoutExpired:
+                raise UsageError(f"{source / file}: coqc with Suggest Proof Using ran past 3600 s") from None
             if proc.returncode != 0:
-                raise UsageError(f"{source / file}: coqc with Suggest Proof Using failed: {proc.stderr.strip()[-300:]}")
+                raise UsageError(f"{source / file}: coqc with Suggest Proof Using failed: "
+                                 f"{proc.stderr.strip()[-300:]}")
             found[file] = parse_suggestions(proc.stdout + proc.stderr)
     return found
 
