@@ -172,13 +172,14 @@ def search_left(cfg: SGSConfig, engine, pool, tokenizer, benchmark: str, problem
     their (loaded) ``tokenizer`` and the pool."""
     evaluation = cfg.evaluation
     # The search of evaluation.search, evaluation.seconds_per_target per problem, as self-play's.
-    settings = search_settings(evaluation.search, evaluation.seconds_per_target, cfg.prover.timeout)
+    settings = search_settings(evaluation.search, cfg.prover.backend, evaluation.seconds_per_target,
+                               cfg.prover.timeout)
     started = time.perf_counter()
     searched, batches = search_problems(left, engine=engine, pool=pool, tokenizer=tokenizer,
                                         sampling=tactic_sampling(evaluation.search, cfg.sampling.solver),
                                         settings=settings,
                                         strategy=str(evaluation.search.strategy),
-                                        rocq_options=backend_spec(cfg.prover).options,
+                                        backend=backend_spec(cfg.prover),
                                         workers=evaluation.search.workers)
     return SolverModeResult(
         mode=str(evaluation.solver_mode), benchmark=benchmark, checkpoint=checkpoint, policy_version=version,

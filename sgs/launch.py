@@ -120,8 +120,9 @@ def _evaluate_search(cfg: SGSConfig, store: Store, runtime, seconds: dict[str, f
         searched, _ = search_problems(
             targets, engine=engine, pool=runtime.pool, tokenizer=runtime.prompter.tokenizer,
             sampling=tactic_sampling(solver.search, cfg.sampling.solver),
-            settings=search_settings(solver.search, solver.seconds_per_attempt, cfg.prover.timeout),
-            strategy=str(solver.search.strategy), rocq_options=backend_spec(cfg.prover).options,
+            settings=search_settings(solver.search, cfg.prover.backend, solver.seconds_per_attempt,
+                                     cfg.prover.timeout),
+            strategy=str(solver.search.strategy), backend=backend_spec(cfg.prover),
             workers=solver.search.workers)
         return searched
 

@@ -53,9 +53,12 @@ class SolverSearchConfig:
     max_depth: int = 16
     #: Time limit of one tactic (never more than what is left of the target's).
     tactic_seconds: float = 10.0
-    #: Tactics tried at every state before the model's (``sauto`` needs
-    #: CoqHammer's tactics in ``prover.rocq.tactic_libraries``; elsewhere it fails).
-    finishers: list[str] = field(default_factory=lambda: ["sauto", "lia", "auto", "easy", "congruence"])
+    #: Tactics tried at every state before the model's; null: the proof
+    #: language's own (``sgs.search.languages``: Rocq's sauto, lia, auto,
+    #: easy, congruence, where ``sauto`` needs CoqHammer's tactics in
+    #: ``prover.rocq.tactic_libraries``; Lean's omega, norm_num, linarith,
+    #: simp, aesop, most of them Mathlib's).
+    finishers: list[str] | None = None
     #: Longest tactic sampled, in tokens (a completion is cut at its first sentence anyway).
     tactic_max_tokens: int = 64
     #: Searches at once, each a Ray actor with its own Rocq session (one CPU each).
@@ -155,8 +158,8 @@ def search_problems(search: SolverSearchConfig, key: str) -> list[str]:
     at_least(problems, f"{key}.workers", search.workers, 1)
     if not search.tactic_seconds > 0:
         problems.append(f"{key}.tactic_seconds={search.tactic_seconds!r} must be positive")
-    if any(not finisher.strip() for finisher in search.finishers):
+    if search.finishers is not None and any(not finisher.strip() for finisher in search.finishers):
         problems.append(f"{key}.finishers={list(search.finishers)!r} must not hold an empty tactic")
-    if search.width == 0 and not search.finishers:
+    if search.width == 0 and search.finishers is not None and not search.finishers:
         problems.append(f"{key}: width=0 and no finishers would try no tactic at all")
     return problems

@@ -28,7 +28,7 @@ class SelfPlaySolverMode(Choice):
 
 
 def searching(solver: "SolverConfig") -> bool:
-    """Whether the Solver runs the tactic search (its actors, a Rocq prover, the search's settings)."""
+    """Whether the Solver runs the tactic search (its actors, their prover sessions, the search's settings)."""
     return SelfPlaySolverMode(solver.mode) is SelfPlaySolverMode.search
 
 
@@ -58,7 +58,7 @@ class SolverConfig:
     search: SolverSearchConfig = field(default_factory=SolverSearchConfig)
 
 
-def solver_problems(solver: SolverConfig, language: str) -> list[str]:
+def solver_problems(solver: SolverConfig) -> list[str]:
     """Every problem of the ``solver`` node, each naming its key; the search's
     settings are checked in search mode only (sample mode never reads them)."""
     problems: list[str] = []
@@ -72,9 +72,6 @@ def solver_problems(solver: SolverConfig, language: str) -> list[str]:
     if not solver.seconds_per_attempt > 0:
         problems.append(f"solver.seconds_per_attempt={solver.seconds_per_attempt!r} must be positive")
     problems.extend(search_problems(solver.search, "solver.search"))
-    if language != "rocq":
-        problems.append(f"solver.mode={solver.mode!r} searches over Rocq proof states; with "
-                        f"prover.language={language!r} use solver.mode=sample")
     return problems
 
 

@@ -233,7 +233,7 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
     # prover, resources, evaluation, serve), the nodes still checked here, and what ties
     # nodes together.
     problems.extend(method_problems(cfg.method))
-    problems.extend(solver_problems(cfg.solver, cfg.prover.language))
+    problems.extend(solver_problems(cfg.solver))
     problems.extend(sampling_problems(cfg.sampling))
     problems.extend(training_problems(cfg.training))
     _batches_fill_the_workers(problems, "training", cfg.training, cfg.resources.learner_workers)
@@ -246,9 +246,6 @@ def config_problems(cfg: DictConfig | SGSConfig) -> list[str]:
     problems.extend(evaluation_problems(cfg.evaluation))
     evaluation = cfg.evaluation
     problems.extend(benchmark_problems(evaluation.benchmark, evaluation.benchmark_file, cfg.prover.language))
-    if evaluation.solver_mode != "sample" and cfg.prover.language != "rocq":
-        problems.append(f"evaluation.solver_mode={evaluation.solver_mode!r} searches over Rocq proof states; "
-                        f"with prover.language={cfg.prover.language!r} use evaluation.solver_mode=sample")
     problems.extend(serve_problems(cfg.serve))
     return problems
 

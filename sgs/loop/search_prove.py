@@ -37,6 +37,7 @@ from sgs.machinery.runtime import backend_spec
 from sgs.method.rewards import solver_reward
 from sgs.search.engine_calls import EnginePump, TacticQueue
 from sgs.search.engine_proposer import TacticReader
+from sgs.search.languages import finishers_for
 from sgs.search.settings import SearchSettings
 from sgs.search.workers import ENGINE, ProposerSpec, search_all
 from sgs.state.files import append_line, cut_torn_tail
@@ -49,12 +50,14 @@ __all__ = ["NOT_FOUND", "prove_by_search", "search_attempt", "search_settings", 
 NOT_FOUND = "search_not_found"
 
 
-def search_settings(search: SolverSearchConfig, seconds: float, recheck_seconds: float,
+def search_settings(search: SolverSearchConfig, language: str, seconds: float, recheck_seconds: float,
                     expansions: int | None = None) -> SearchSettings:
-    """One search of the ``search`` node, ``seconds`` long (a tactic never longer), expanding
-    at most ``expansions`` states (None: as many as the time allows)."""
+    """One search of the ``search`` node in ``language``, ``seconds`` long (a tactic never
+    longer), expanding at most ``expansions`` states (None: as many as the time allows);
+    the node's finishers, or the language's own when it names none."""
     return SearchSettings(width=search.width, max_depth=search.max_depth, lemma_seconds=seconds,
-                          tactic_seconds=min(search.tactic_seconds, seconds), finishers=tuple(search.finishers),
+                          tactic_seconds=min(search.tactic_seconds, seconds),
+                          finishers=finishers_for(search.finishers, language),
                           recheck_seconds=recheck_seconds,
                           **({"max_expansions": expansions} if expansions is not None else {}))
 
@@ -156,15 +159,17 @@ def run_searches(ctx: RunContext, todo: Mapping[str, Problem], attempts: SearchA
     """Search every attempt of ``todo`` through the Solver's engines, each expanding at most
     its ``budgets`` states; the engine batches the model calls went out in."""
     cfg, solver = ctx.cfg, ctx.cfg.solver
+    backend = backend_spec(cfg.prover)
     queue = TacticQueue.remote()
     pump = EnginePump(ctx.rt.engines["solver"], queue, tactic_sampling(solver.search, cfg.sampling.solver),
-                      TacticReader(ctx.rt.prompter.tokenizer))
+                      TacticReader(ctx.rt.prompter.tokenizer, backend.name))
     tasks = [ProofTask(aid, p.header, p.statement, "", load_path=p.load_path) for aid, p in todo.items()]
     try:
-        settings = {budget: search_settings(solver.search, solver.seconds_per_attempt, cfg.prover.timeout, budget)
+        settings = {budget: search_settings(solver.search, backend.name, solver.seconds_per_attempt,
+                                            cfg.prover.timeout, budget)
                     for budget in set(budgets.values())}
         search_all(tasks, settings=lambda task: settings[budgets[task.id]],
-                   proposer=ProposerSpec(ENGINE, engine=queue), rocq_options=backend_spec(cfg.prover).options,
+                   proposer=ProposerSpec(ENGINE, engine=queue), backend=backend,
                    workers=solver.search.workers, record=attempts.searched, strategy=str(solver.search.strategy),
                    pump=pump)
     finally:

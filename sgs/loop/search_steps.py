@@ -26,13 +26,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from lean_env.verdict import Status
 from sgs.machinery.learner import TrainExample
 from sgs.method.registry import STEP_OBJECTIVE
 from sgs.prover.model_tactics import tactic_prompt
-from sgs.search.provers import rocq_sentence
 from sgs.state.files import Problems, jsonl_rows
 from sgs.state.records import Attempt, RecordError, check_fields, typed_field
 from sgs.state.run_reader import iter_name
@@ -136,26 +135,27 @@ class StepChoice:
     weight: float
 
 
-def chosen_steps(chosen: Iterable[tuple[Attempt, float]],
-                 records: Mapping[int, Mapping[str, SearchRecord]]) -> list[StepChoice]:
+def chosen_steps(chosen: Iterable[tuple[Attempt, float]], records: Mapping[int, Mapping[str, SearchRecord]],
+                 step_text: Callable[[str], str]) -> list[StepChoice]:
     """The steps of the proofs among ``chosen`` (attempts with the objective's weights)
     that the verifier pool accepted and that weigh more than 0; ``records``: the search
-    records by iteration, then attempt id.  The tactic is written as one Rocq sentence,
-    as the corpus the prover learned from writes it."""
+    records by iteration, then attempt id.  Each tactic is written by ``step_text``, the
+    proof language's (:mod:`sgs.search.languages`: a Rocq tactic as one sentence, as the
+    corpus the prover learned from writes it)."""
     steps = []
     for attempt, weight in chosen:
         record = records.get(attempt.iteration, {}).get(attempt.id)
         if record is None or not attempt.verified or not record.proved or not weight > 0:
             continue
-        steps.extend(StepChoice(attempt.problem_id, state, rocq_sentence(tactic), weight)
+        steps.extend(StepChoice(attempt.problem_id, state, step_text(tactic), weight)
                      for state, tactic in record.steps)
     return steps
 
 
-def step_example(tokenizer: Any, step: StepChoice) -> TrainExample:
+def step_example(tokenizer: Any, step: StepChoice, language: str) -> TrainExample:
     """One step as a learner example, tokenised as the prover's tactic examples are
-    (the chat-wrapped tactic prompt; the tactic, then EOS)."""
-    prompt_ids = tokenizer(tactic_prompt(tokenizer, step.state))["input_ids"]
+    (the chat-wrapped tactic prompt in ``language``'s template; the tactic, then EOS)."""
+    prompt_ids = tokenizer(tactic_prompt(tokenizer, step.state, language=language))["input_ids"]
     completion_ids = tokenizer(step.tactic, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
     return TrainExample(prompt_ids=prompt_ids, completion_ids=completion_ids, weight=step.weight,
                         group_id=step.problem_id)

@@ -27,6 +27,7 @@ from sgs.loop.search_steps import (STEP_OBJECTIVE, StepChoice, chosen_steps, rea
 from sgs.loop.train import SolverJob, chosen_attempts, sampled_solver_job, train_policies
 from sgs.machinery.learner import TrainExample
 from sgs.method.registry import objective
+from sgs.search.languages import tactic_language
 from sgs.state.phase_log import PhaseLog, PhaseStats
 from sgs.state.records import Attempt
 
@@ -59,12 +60,13 @@ def chosen_search_steps(ctx: RunContext, iteration: int) -> list[StepChoice]:
         return []
     chosen = chosen_attempts(ctx, iteration, entry)
     records = {i: read_search_records(searches_path(ctx.store.run_dir, i)) for i in {a.iteration for a, _ in chosen}}
-    return chosen_steps(chosen, records)
+    return chosen_steps(chosen, records, tactic_language(ctx.cfg.prover.backend).step_text)
 
 
 def searched_solver_job(ctx: RunContext, iteration: int) -> tuple[list[TrainExample], str]:
     tokenizer = ctx.rt.prompter.tokenizer
-    return [step_example(tokenizer, step) for step in chosen_search_steps(ctx, iteration)], STEP_OBJECTIVE
+    language = ctx.cfg.prover.backend
+    return [step_example(tokenizer, step, language) for step in chosen_search_steps(ctx, iteration)], STEP_OBJECTIVE
 
 
 def searched_metrics(ctx: RunContext, iteration: int, attempts: Sequence[Attempt]) -> dict[str, Any]:

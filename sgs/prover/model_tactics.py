@@ -10,6 +10,7 @@ through the engine group instead; this is the exact, deterministic top-k.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from sgs.method.roles import PromptSet
@@ -46,13 +47,19 @@ def first_sentence(text: str) -> str:
     return text.strip()
 
 
-def tactic_prompt(tokenizer, state: str, premises: str = "") -> str:
+@functools.lru_cache(maxsize=None)
+def _prompts(language: str) -> PromptSet:
+    return PromptSet(language)
+
+
+def tactic_prompt(tokenizer, state: str, premises: str = "", language: str = "rocq") -> str:
     """The tactic prompt for ``state`` exactly as the model was trained on it
     (:func:`sgs.prover.examples.tactic_example`: the state clipped, the
     premise block, if any) and as the engines receive a role prompt (the
-    tokenizer's chat template, :func:`sgs.machinery.prompts.chat_prompt`)."""
+    tokenizer's chat template, :func:`sgs.machinery.prompts.chat_prompt`),
+    in ``language``'s template."""
     from sgs.machinery.prompts import chat_prompt
-    return chat_prompt(tokenizer, PromptSet("rocq").tactic(clip_state(state), premises))
+    return chat_prompt(tokenizer, _prompts(language).tactic(clip_state(state), premises))
 
 
 class ModelTactics:

@@ -179,6 +179,7 @@ def run_search(prover: SearchProver, targets: Sequence[ProofTask], *,
     """Search every target (best-first, ``seconds`` or ``seconds(target)`` and at most
     ``expansions`` states each) on ``workers`` Ray actors; ``record`` as :func:`run_baseline`'s,
     the statuses being the re-check's (or the search's end when nothing was found)."""
+    from lean_env.backends import BackendSpec
     from sgs.search.workers import ProposerSpec, search_all
 
     def settings(target: ProofTask) -> SearchSettings:
@@ -189,7 +190,7 @@ def run_search(prover: SearchProver, targets: Sequence[ProofTask], *,
     spec = ProposerSpec(prover.predictor, str(corpus) if corpus else None, checkpoint)
 
     search_all(targets, settings=settings, proposer=spec,
-               rocq_options={**(rocq_options or {}), "tactic_libraries": (HAMMER_TACTICS,)},
+               backend=BackendSpec("rocq", {**(rocq_options or {}), "tactic_libraries": (HAMMER_TACTICS,)}),
                workers=workers, record=_recorder(record), forbidden=forbidden, score=prover.score)
 
 

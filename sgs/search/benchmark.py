@@ -2,7 +2,7 @@
 evaluation.solver_mode=search`` (or ``both``), docs/search.md.
 
 :func:`search_problems` searches every problem on Ray actors
-(:func:`sgs.search.workers.search_all`), each with its own Rocq session, the
+(:func:`sgs.search.workers.search_all`), each with its own prover session, the
 model calls of all of them batched through the engine group that samples
 whole proofs (:mod:`sgs.search.engine_calls`), and sends every proof a
 search found to the verifier pool, as sampled proofs are: the pool's verdict
@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import ray
 
+from lean_env.backends import BackendSpec
 from lean_env.verdict import ProofTask
 from sgs.analysis.evaluation import PROBLEMS_FILE, SUMMARY_FILE, BenchmarkResult, format_table, read_json, write_json
 from sgs.search.engine_calls import EnginePump, TacticQueue
@@ -73,18 +74,19 @@ class SearchedProblem:
 
 
 def search_problems(problems: Sequence[Target], *, engine: Any, pool: Any, tokenizer: Any, sampling: Any,
-                    settings: SearchSettings, strategy: str, rocq_options: dict,
+                    settings: SearchSettings, strategy: str, backend: BackendSpec,
                     workers: int) -> tuple[list[SearchedProblem], int]:
     """Search each problem (``settings.lemma_seconds`` each) and re-check what is
     found with ``pool``; ``engine`` is the running engine group, sampled with
     ``sampling`` (its ``n`` is the search's width) on prompts rendered with
-    its ``tokenizer`` (loaded); ``pool`` must have no
+    its ``tokenizer`` (loaded) in ``backend``'s language; the searches step
+    ``backend``'s prover, and ``pool`` (checking with the same backend) must have no
     other check outstanding.  Results in problem order, and the engine
     batches the model calls went out in (fewer than the calls: batching)."""
     if not problems:
         return [], 0
     queue = TacticQueue.remote()
-    pump = EnginePump(engine, queue, sampling, TacticReader(tokenizer))
+    pump = EnginePump(engine, queue, sampling, TacticReader(tokenizer, backend.name))
     spec = ProposerSpec(ENGINE, engine=queue)
     results: dict[str, dict] = {}
     by_id = {p.id: p for p in problems}
@@ -98,7 +100,7 @@ def search_problems(problems: Sequence[Target], *, engine: Any, pool: Any, token
 
     tasks = [ProofTask(p.id, p.header, p.statement, "", load_path=p.load_path) for p in problems]
     try:
-        search_all(tasks, settings=settings, proposer=spec, rocq_options=rocq_options, workers=workers,
+        search_all(tasks, settings=settings, proposer=spec, backend=backend, workers=workers,
                    record=record, strategy=strategy, pump=pump)
     finally:
         ray.kill(queue)

@@ -6,10 +6,10 @@ an actor start tens of seconds on a loaded machine):
 * :class:`TacticReader`, where the engines' tokenizer is (the driver's pump
   of :mod:`sgs.search.engine_calls`, or the service's engine replica):
   ``prompt(state)`` is the tactic prompt (:func:`sgs.prover.model_tactics.tactic_prompt`,
-  the prompt the prover model was trained on); ``answer(completions)`` cuts
-  each sampled completion at its first sentence
-  (:func:`~sgs.prover.model_tactics.first_sentence`: a model may go on past
-  one tactic), drops repeats (:func:`sgs.prover.steps.tactic_key`) and
+  the prompt the prover model was trained on, in the proof language's
+  template); ``answer(completions)`` cuts each sampled completion to its
+  first tactic (the language's ``first_tactic``,
+  :mod:`sgs.search.languages`: a model may go on past one tactic), drops repeats (:func:`sgs.prover.steps.tactic_key`) and
   ranks the tactics by their real log-probabilities: the sum of the sampled
   tokens' log-probabilities up to the tactic's last character, the tokens
   after the cut left out.  Unlike :class:`~sgs.search.proposers.RankedProposer`'s
@@ -31,8 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
-from sgs.prover.model_tactics import first_sentence, tactic_prompt
+from sgs.prover.model_tactics import tactic_prompt
 from sgs.prover.steps import tactic_key
+from sgs.search.languages import tactic_language
 from sgs.search.proposers import Proposal
 
 __all__ = ["Drawn", "EngineProposer", "TacticAnswer", "TacticReader", "tactic_logprob"]
@@ -57,7 +58,7 @@ class TacticAnswer:
 
 def tactic_logprob(tokenizer: Any, completion: Drawn, tactic: str) -> float:
     """The summed log-probability of the fewest leading tokens of
-    ``completion`` whose text holds all of ``tactic`` (its first sentence);
+    ``completion`` whose text holds all of ``tactic`` (its first tactic);
     the whole completion's when no prefix does (a tokenizer whose pieces do
     not decode one by one)."""
     ids, logprobs = list(completion.token_ids), list(completion.logprobs)
@@ -70,18 +71,21 @@ def tactic_logprob(tokenizer: Any, completion: Drawn, tactic: str) -> float:
 
 
 class TacticReader:
-    """The tactic prompt of a state, and a call's completions as ranked tactics (module docstring)."""
+    """The tactic prompt of a state, and a call's completions as ranked tactics (module docstring),
+    in ``language`` (a key of :data:`sgs.search.languages.TACTIC_LANGUAGES`)."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, language: str = "rocq") -> None:
         self.tokenizer = tokenizer
+        self.language = language
+        self._first_tactic = tactic_language(language).first_tactic
 
     def prompt(self, state: str) -> str:
-        return tactic_prompt(self.tokenizer, state)
+        return tactic_prompt(self.tokenizer, state, language=self.language)
 
     def answer(self, completions: Sequence[Drawn]) -> TacticAnswer:
         best: dict[str, Proposal] = {}
         for completion in completions:
-            tactic = first_sentence(completion.text)
+            tactic = self._first_tactic(completion.text)
             if not tactic:
                 continue
             proposal = Proposal(tactic, tactic_logprob(self.tokenizer, completion, tactic))

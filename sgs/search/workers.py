@@ -1,7 +1,9 @@
-"""Many searches at once: one Ray actor per search, each with its own Rocq session.
+"""Many searches at once: one Ray actor per search, each with its own prover session.
 
-A :class:`SearchWorker` builds its prover (a :class:`~lean_env.rocq.backend.RocqBackend`
-with the run's settings) and its proposer once, then runs one search per
+A :class:`SearchWorker` builds its prover (the backend a
+:class:`~lean_env.backends.BackendSpec` names: a Rocq session, or a Lean
+REPL, under the run's settings; its adapter from
+:mod:`sgs.search.languages`) and its proposer once, then runs one search per
 call.  :func:`search_all` keeps ``workers`` of them busy, hands out the
 targets as they free up, and reports each result as it arrives.  A worker
 that dies (its process killed, out of memory) or outlives its call's bound
@@ -28,6 +30,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import ray
 
+from lean_env.backends import BackendSpec
 from lean_env.verdict import ProofTask
 from sgs.search.settings import SearchSettings
 
@@ -90,13 +93,10 @@ def build_proposer(spec: ProposerSpec):
 
 @ray.remote(num_cpus=1, max_restarts=0)
 class SearchWorker:
-    def __init__(self, rocq_options: dict, proposer: ProposerSpec) -> None:
-        from lean_env.rocq.backend import RocqBackend
-        from lean_env.rocq.config import RocqConfig
-        from sgs.search.provers import RocqProver
+    def __init__(self, backend: BackendSpec, proposer: ProposerSpec) -> None:
+        from sgs.search.languages import build_prover
 
-        self._backend = RocqBackend(RocqConfig(**rocq_options))
-        self._prover = RocqProver(self._backend)
+        self._prover = build_prover(backend)
         self._proposer = build_proposer(proposer)
         self._corpus = proposer.corpus
         #: score name -> score, built on first use (a value estimate reads the corpus once)
@@ -142,11 +142,11 @@ def failed(task: ProofTask, reason: str) -> dict:
 
 def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings | Callable[[ProofTask], SearchSettings],
                proposer: ProposerSpec,
-               rocq_options: dict, workers: int, record: Callable[[ProofTask, dict], None],
+               backend: BackendSpec, workers: int, record: Callable[[ProofTask, dict], None],
                strategy: str = "best_first", forbidden: Optional[Mapping[str, frozenset[str]]] = None,
                pump: Any = None, score: str = "logprob") -> None:
     """Search every task on ``workers`` actors with ``settings`` (or ``settings(task)``: a
-    task's own), ranking states by ``score``;
+    task's own) on ``backend``'s prover, ranking states by ``score``;
     ``record(task, result)`` as each finishes;
     ``forbidden``: by task id, lemmas its searches may not name; ``pump``: an
     :class:`~sgs.search.engine_calls.EnginePump` to drive while waiting (the
@@ -156,7 +156,7 @@ def search_all(tasks: Sequence[ProofTask], *, settings: SearchSettings | Callabl
     def settings_of(task: ProofTask) -> SearchSettings:
         return settings(task) if callable(settings) else settings
 
-    drive_actors(tasks, start=lambda: SearchWorker.remote(rocq_options, proposer),
+    drive_actors(tasks, start=lambda: SearchWorker.remote(backend, proposer),
                  submit=lambda worker, task: worker.search.remote(
                      task, settings_of(task), strategy, forbidden.get(task.id, frozenset()), score),
                  seconds=lambda task: search_bound(settings_of(task)),

@@ -30,6 +30,7 @@ from lean_env.pool import VerifierPoolSettings
 
 from sgs.config import SGSConfig
 from sgs.machinery.runtime import backend_spec
+from sgs.search.languages import finishers_for
 from sgs.serve.api import FrontSettings, ProverAPI
 from sgs.serve.searchers import SearchOptions
 from sgs.serve.engine import SolverEngine
@@ -50,7 +51,7 @@ def service_cpus(cfg: SGSConfig) -> float:
     engines = serve.engine_max_replicas or serve.engine_replicas
     verifiers = serve.verifier_max_replicas or serve.verifier_replicas
     # Each front replica's search actors take one CPU each (sgs.serve.searchers).
-    searchers = serve.api_replicas * cfg.evaluation.search.workers if cfg.prover.backend == "rocq" else 0
+    searchers = serve.api_replicas * cfg.evaluation.search.workers
     return engines * res.cpus_per_engine + verifiers * res.verifier_workers * res.cpus_per_verifier + searchers
 
 
@@ -64,7 +65,7 @@ def build_app(cfg: SGSConfig, weights: ServedWeights) -> Application:
     ).bind(res.engine_backend, weights.checkpoint, {"dtype": cfg.model.dtype},
            {"max_tokens": sampling.max_tokens, "temperature": sampling.temperature, "top_p": sampling.top_p},
            serve.max_batch_size, serve.batch_wait_timeout_s, weights.policy_version,
-           cfg.evaluation.search.tactic_max_tokens, weights.tokenizer)
+           cfg.evaluation.search.tactic_max_tokens, weights.tokenizer, cfg.prover.backend)
     verifier = Verifier.options(
         # The replica only dispatches; its pool's worker actors reserve the CPUs.
         ray_actor_options={"num_cpus": 0},
@@ -87,14 +88,12 @@ def build_app(cfg: SGSConfig, weights: ServedWeights) -> Application:
                                                       search_options(cfg)))
 
 
-def search_options(cfg: SGSConfig) -> SearchOptions | None:
-    """``/prove``'s search, as ``evaluation.search`` sets it (None for Lean: the search runs on Rocq states)."""
-    if cfg.prover.backend != "rocq":
-        return None
+def search_options(cfg: SGSConfig) -> SearchOptions:
+    """``/prove``'s search, as ``evaluation.search`` sets it, on the service's prover."""
     search = cfg.evaluation.search
     settings = {"width": search.width, "max_depth": search.max_depth, "tactic_seconds": search.tactic_seconds,
-                "finishers": tuple(search.finishers)}
-    return SearchOptions(str(search.strategy), search.workers, settings, backend_spec(cfg.prover).options)
+                "finishers": finishers_for(search.finishers, cfg.prover.backend)}
+    return SearchOptions(str(search.strategy), search.workers, settings, backend_spec(cfg.prover))
 
 
 def _replicas(low: int, high: int | None, target: float) -> dict[str, Any]:

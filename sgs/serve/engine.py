@@ -74,14 +74,14 @@ class SolverEngine:
 
     def __init__(self, backend: str, model_path: str, engine_options: dict[str, Any], sampling: dict[str, Any],
                  max_batch_size: int, batch_wait_timeout_s: float, policy_version: int,
-                 tactic_max_tokens: int = 64, tokenizer: str | None = None) -> None:
+                 tactic_max_tokens: int = 64, tokenizer: str | None = None, language: str = "rocq") -> None:
         # Imported here, in the replica: the front imports this module and needs no torch.
         from transformers import AutoTokenizer
 
         from sgs.machinery.engines import build_engine
         from sgs.search.engine_proposer import TacticReader
 
-        self._reader = TacticReader(AutoTokenizer.from_pretrained(tokenizer or model_path))
+        self._reader = TacticReader(AutoTokenizer.from_pretrained(tokenizer or model_path), language)
         self._engine = build_engine(backend, model_path, policy_version=policy_version, **engine_options)
         self._sampling = sampling
         self._tactic_max_tokens = tactic_max_tokens

@@ -110,8 +110,6 @@ def prove_request(obj: dict, serve: ServeConfig, prover: str) -> ProveRequest:
     mode = _text(obj, "mode", default="sample") if obj.get("mode") is not None else "sample"
     if mode not in PROVE_MODES:
         raise BadRequest(400, f"unknown mode {mode!r}; modes are {', '.join(PROVE_MODES)}")
-    if mode != "sample" and prover != "rocq":
-        raise BadRequest(422, f"mode={mode!r} searches over Rocq proof states; this server checks {prover} proofs")
     header, statement = _problem(obj, prover)
     attempts = _integer(obj, "attempts", serve.default_attempts)
     if not 1 <= attempts <= serve.max_attempts:

@@ -2,7 +2,7 @@
 
 :class:`Searchers` keeps ``evaluation.search.workers``
 :class:`~sgs.search.workers.SearchWorker` actors per front replica, started
-at the first search request, each with its own Rocq session.  Their
+at the first search request, each with its own prover session (Rocq's or a Lean REPL).  Their
 proposer (:class:`~sgs.search.engine_proposer.EngineProposer`) calls the
 service's engine deployment (``SolverEngine.tactics``), so the searches'
 model calls are batched with the sampling requests' by Ray Serve.  A search
@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 import ray
 
+from lean_env.backends import BackendSpec
 from lean_env.verdict import ProofTask
 from sgs.search.settings import SearchSettings
 from sgs.search.workers import ENGINE, ProposerSpec, SearchWorker, failed
@@ -34,12 +35,12 @@ SEARCH_SHARE = 0.75
 @dataclass(frozen=True)
 class SearchOptions:
     """The service's search: strategy, workers, :class:`SearchSettings` fields (the
-    time per search is the request's), and the Rocq session's options."""
+    time per search is the request's), and the prover its sessions run."""
 
     strategy: str
     workers: int
     settings: dict
-    rocq_options: dict
+    backend: BackendSpec
 
 
 class Searchers:
@@ -51,7 +52,7 @@ class Searchers:
         self._idle: Optional[asyncio.Queue] = None
 
     def _start(self) -> Any:
-        return SearchWorker.remote(self._options.rocq_options, ProposerSpec(ENGINE, engine=self._engine))
+        return SearchWorker.remote(self._options.backend, ProposerSpec(ENGINE, engine=self._engine))
 
     async def search(self, task: ProofTask, seconds: float) -> Optional[dict]:
         """A worker's result (:meth:`SearchWorker.search`) within ``seconds``, or

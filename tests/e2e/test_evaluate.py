@@ -259,8 +259,6 @@ def problems_of(*overrides: str) -> list[str]:
     (["evaluation.search.workers=0"], "evaluation.search.workers=0 must be at least 1"),
     (["evaluation.search.width=0", "evaluation.search.finishers=[]"], "would try no tactic at all"),
     (["evaluation.search.finishers=[lia,' ']"], "must not hold an empty tactic"),
-    (["evaluation.solver_mode=search", "prover=lean"], "evaluation.solver_mode='search' searches over Rocq proof "
-                                                       "states; with prover.language='lean' use"),
     (["evaluation.checkpoint=' '"], "evaluation.checkpoint must not be empty"),
     (["evaluation.benchmark=proofnet-test"], "evaluation.benchmark='proofnet-test' holds lean statements but "
                                              "prover.language='rocq'"),

@@ -143,3 +143,39 @@ def test_the_lean_loop_runs_with_the_repl_stand_in(tmp_path):
     assert metrics["verification/valid"] == len(valid) and "mean_conjecturer_reward" in metrics
     report = (run_dir / "report" / "report.md").read_text()
     assert "![" in report and (run_dir / "report" / "solve_rate.png").is_file()
+
+
+@pytest.mark.slow
+def test_lean_evaluation_searches_with_leans_finishers(tmp_path):
+    """``python -m sgs.evaluate prover=lean evaluation.solver_mode=search``: the tactic search
+    on Ray actors, each with its own REPL (the stand-in), the untrained model's tactics
+    through the engines and Lean's finishers at every state; every proof found re-checked
+    by the verifier pool."""
+    rows = {row["id"]: row for row in d3k_rows()}
+    chosen = [rows[i] for i in (*PROVABLE[:2], UNPROVABLE[0])]
+    bench = tmp_path / "bench.jsonl"   # also the run's targets: the Lean default's are on the hub, out of reach
+    bench.write_text("".join(json.dumps({"id": r["id"], "header": r["header"], "statement": r["theorem"]}) + "\n"
+                             for r in chosen))
+    project, out = tmp_path / "project", tmp_path / "eval"
+    project.mkdir()
+    (project / "lean-toolchain").write_text("leanprover/lean4:v4.15.0\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "sgs.evaluate", "model=tiny", "prover=lean", "resources=local_cpu",
+         "warmstart.mode=never", f"targets.source={bench}", f"evaluation.benchmark=jsonl:{bench}",
+         "evaluation.solver_mode=search",
+         "evaluation.seconds_per_target=20", "evaluation.search.width=2", "evaluation.search.workers=2",
+         "resources.verifier_workers=1", f"evaluation.output_dir={out}", NO_DASHBOARD,
+         f"prover.lean.repl_command={standin_command()}", f"prover.lean.project_dir={project}",
+         f"prover.lean.lake_command={shlex.join([sys.executable, str(LAKE_STANDIN)])}"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "RAY_AUTH_MODE": "disabled", "SGS_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "search (best_first, 20 s per target) on 3 problems: proved 2" in proc.stdout
+    lines = {line["id"]: line for line in map(json.loads, (out / "problems.jsonl").read_text().splitlines())}
+    for problem in PROVABLE[:2]:
+        searched = lines[problem]["search"]
+        # one of Lean's finishers closed it, written as the body of the `by` block
+        assert searched["status"] == "valid" and searched["proof"].strip() in ("norm_num", "linarith", "omega")
+    assert lines[UNPROVABLE[0]]["proved_by"] is None
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["search"]["finishers"] == ["omega", "norm_num", "linarith", "simp", "aesop"]   # Lean's own

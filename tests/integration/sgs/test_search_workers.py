@@ -1,5 +1,6 @@
-"""Searches on Ray actors: results arrive per target, and a worker that cannot run is a system error for its
-targets (never a failed proof), replaced, with the run going on to the end; so is one that hangs."""
+"""Searches on Ray actors: results arrive per target, on Rocq and on the Lean REPL stand-in (a test double of
+Lean's REPL), and a worker that cannot run is a system error for its targets (never a failed proof), replaced,
+with the run going on to the end; so is one that hangs."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ import time
 import pytest
 import ray
 
+from lean_env.backends import BackendSpec
 from lean_env.verdict import ProofTask
 from sgs.search import workers
+from sgs.search.languages import LEAN_FINISHERS
 from sgs.search.settings import SearchSettings
 from sgs.search.workers import ProposerSpec, drive_actors, search_all
+from tests.unit.lean_env.test_lean_standin import HEADER as LEAN_HEADER
+from tests.unit.lean_env.test_lean_standin import standin_command
 
 needs_coqtop = pytest.mark.skipif(shutil.which("coqtop") is None, reason="needs coqtop")
 
@@ -24,17 +29,34 @@ TASKS = [ProofTask(id=f"t{i}", header="Require Import Arith Lia.", statement=f"T
 def test_finishers_alone_prove_on_two_actors_and_each_result_is_rechecked(ray_session):
     results = {}
     search_all(TASKS, settings=SearchSettings(width=0, lemma_seconds=20, finishers=("lia",)), proposer=ProposerSpec(),
-               rocq_options={}, workers=2, record=lambda task, result: results.setdefault(task.id, result))
+               backend=BackendSpec("rocq", {}), workers=2,
+               record=lambda task, result: results.setdefault(task.id, result))
     assert sorted(results) == ["t0", "t1", "t2"]
     assert all(r["proved"] and r["verdict"]["status"] == "valid" for r in results.values())
     assert all(r["proof"] == "Proof.\n  lia.\nQed." for r in results.values())
+
+
+def test_lean_searches_run_on_actors_with_leans_finishers(ray_session):
+    """The same actors on a Lean REPL: Lean's finishers close what they can, the path is
+    re-checked as a ``by`` block, and a false statement is searched in vain."""
+    tasks = [ProofTask("odd", LEAN_HEADER, "theorem odd (n : ℕ) (h : n % 2 = 1) : (n + 1) % 2 = 0 := by", ""),
+             ProofTask("false", LEAN_HEADER, "theorem false (n : ℕ) : n ≤ 1000 := by", "")]
+    lean = BackendSpec("lean", {"repl_command": standin_command(), "spare": False, "axiom_check": "repl",
+                                "timeout": 30.0, "header_timeout": 30.0})
+    results = {}
+    search_all(tasks, settings=SearchSettings(width=0, lemma_seconds=20, finishers=LEAN_FINISHERS),
+               proposer=ProposerSpec(), backend=lean, workers=2,
+               record=lambda task, result: results.setdefault(task.id, result))
+    assert results["odd"]["proved"] and results["odd"]["proof"] == "  omega"
+    assert results["odd"]["verdict"]["status"] == "valid"
+    assert not results["false"]["found"] and results["false"]["stop"] == "exhausted"
 
 
 @needs_coqtop
 def test_a_worker_that_dies_is_a_system_error_and_the_run_goes_on(ray_session):
     results = {}
     search_all(TASKS, settings=SearchSettings(width=0, lemma_seconds=5), proposer=ProposerSpec(),
-               rocq_options={"coqtop": "/nonexistent/coqtop"}, workers=1,
+               backend=BackendSpec("rocq", {"coqtop": "/nonexistent/coqtop"}), workers=1,
                record=lambda task, result: results.setdefault(task.id, result))
     assert sorted(results) == ["t0", "t1", "t2"]
     for result in results.values():      # its constructor fails: no coqtop there

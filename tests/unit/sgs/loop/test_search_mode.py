@@ -6,6 +6,7 @@ and the engines: tests/e2e/test_fill_adapt_command.py (its self-play stage)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -22,6 +23,8 @@ from sgs.loop.search_steps import (STEP_OBJECTIVE, SearchRecord, StepChoice, cho
 from sgs.loop.solver_modes import SOLVER_MODES, generation_counts, solver_mode
 from sgs.method.registry import objective, weighted_nll
 from sgs.method.roles import PromptSet
+from sgs.search.languages import LEAN_FINISHERS, TACTIC_LANGUAGES
+from sgs.search.settings import ROCQ_FINISHERS
 from sgs.state.records import prompt_digest, solve_rates
 from tests.config_support import compose_cfg
 
@@ -132,10 +135,14 @@ def test_a_found_proof_is_stored_with_the_pools_verdict_and_a_search_without_one
 
 
 def test_the_search_and_its_tactics_take_the_solver_nodes_settings(cfg):
-    settings = search_settings(cfg.solver.search, 5.0, 30.0)
+    settings = search_settings(cfg.solver.search, "rocq", 5.0, 30.0)
     assert (settings.width, settings.lemma_seconds, settings.tactic_seconds, settings.recheck_seconds) == (
         cfg.solver.search.width, 5.0, 5.0, 30.0)  # a tactic never longer than the search
-    assert settings.finishers == tuple(cfg.solver.search.finishers)
+    # null finishers: the language's own; a list: that list
+    assert cfg.solver.search.finishers is None and settings.finishers == ROCQ_FINISHERS
+    assert search_settings(cfg.solver.search, "lean", 5.0, 30.0).finishers == LEAN_FINISHERS
+    named = dataclasses.replace(cfg.solver.search, finishers=["auto"])
+    assert search_settings(named, "lean", 5.0, 30.0).finishers == ("auto",)
     sampling = tactic_sampling(cfg.solver.search, cfg.sampling.solver)
     assert (sampling.n, sampling.temperature, sampling.seed) == (cfg.solver.search.width,
                                                                  cfg.sampling.solver.temperature, None)
@@ -170,10 +177,19 @@ def test_the_steps_trained_on_are_those_of_accepted_proofs_with_a_positive_weigh
     chosen = [(attempt("a0", valid), 0.5), (attempt("a1", valid), 0.0),
               (attempt("a2", Verdict(Status.INVALID, "x")), 1.0), (attempt("a0", valid, iteration=1), 1.0),
               (attempt("a5", valid), 1.0)]  # no record: nothing to train on
-    assert chosen_steps(chosen, records) == [
+    assert chosen_steps(chosen, records, TACTIC_LANGUAGES["rocq"].step_text) == [
         StepChoice(PROBLEM.id, "forall n : nat, n + 0 = n", "intros n.", 0.5),
         StepChoice(PROBLEM.id, "n : nat\nn + 0 = n", "lia.", 0.5),  # a finisher, written as a sentence
         StepChoice(PROBLEM.id, "s", "auto.", 1.0)]
+
+
+def test_a_lean_searchs_steps_are_trained_as_the_tactics_it_ran(cfg):
+    lean = result(tactics=["intro n", " omega "], states=["⊢ ∀ (n : ℕ), n + 0 = n", "n : ℕ\n⊢ n + 0 = n"])
+    chosen = [(search_attempt("a0", 0, PROBLEM, "p", 0, lean, Verdict(Status.VALID, "ok"), cfg), 1.0)]
+    records = {0: {"a0": search_record("a0", PROBLEM.id, lean, "valid", True)}}
+    assert [s.tactic for s in chosen_steps(chosen, records, TACTIC_LANGUAGES["lean"].step_text)] == ["intro n", "omega"]
+    example = step_example(CharTokenizer(), StepChoice("t1", "n : ℕ\n⊢ n + 0 = n", "omega", 1.0), "lean")
+    assert example.prompt_ids == [ord(c) for c in PromptSet("lean").tactic("n : ℕ\n⊢ n + 0 = n", "")]
 
 
 class CharTokenizer:
@@ -189,7 +205,7 @@ class CharTokenizer:
 
 
 def test_a_step_is_the_provers_tactic_prompt_and_the_tactic_then_eos():
-    example = step_example(CharTokenizer(), StepChoice("t1", "n : nat\nn + 0 = n", "lia.", 0.5))
+    example = step_example(CharTokenizer(), StepChoice("t1", "n : nat\nn + 0 = n", "lia.", 0.5), "rocq")
     assert example.prompt_ids == [ord(c) for c in PromptSet("rocq").tactic("n : nat\nn + 0 = n", "")]
     assert example.completion_ids == [ord("l"), ord("i"), ord("a"), ord("."), 0]
     assert (example.weight, example.group_id, example.old_logprobs) == (0.5, "t1", None)

@@ -14,6 +14,7 @@ from sgs.method.roles import PromptSet
 from sgs.prover.examples import tactic_example
 from sgs.prover.steps import StepExample
 from sgs.search.engine_proposer import EngineProposer, TacticAnswer, TacticReader, tactic_logprob
+from sgs.search.languages import TACTIC_LANGUAGES
 from sgs.search.proposers import Proposal
 from sgs.search.settings import SearchSettings
 from sgs.search.strategies import STRATEGIES
@@ -25,7 +26,7 @@ class PieceTokenizer:
     """Token i is the text ``PIECES[i]``; 0 is the end of sequence.  No chat
     template, so a prompt is the rendered role text itself."""
 
-    PIECES = ["</s>", "intros", ".", "simpl", " n", "lia", " ", "(*", "*)"]
+    PIECES = ["</s>", "intros", ".", "simpl", " n", "lia", " ", "(*", "*)", "\n", "omega", "simp"]
 
     def encode(self, text: str) -> list[int]:
         ids, rest = [], text
@@ -93,6 +94,22 @@ def test_a_completion_that_runs_on_is_cut_at_its_first_sentence():
     assert tactic_logprob(TOKENIZER, commented, "lia (*.*).") == pytest.approx(-0.6)
 
 
+def test_a_lean_reader_asks_in_leans_template_and_cuts_a_completion_at_its_first_line():
+    lean = TacticReader(TOKENIZER, "lean")
+    assert lean.prompt("n : Nat\n⊢ n + 0 = n") == PromptSet("lean").tactic("n : Nat\n⊢ n + 0 = n")
+    assert "Lean 4 proof state:" in lean.prompt("⊢ True")
+    # Lean tactics end at the line, not at a period: "simp" then "omega" is two steps.
+    answer = lean.answer([completion("\nsimp\nomega", [-0.5, -0.25, -3.0, -3.0, -1.0]),
+                          completion("omega", [-0.5, -0.1])])
+    assert [(p.tactic, p.logprob) for p in answer.proposals] == [("omega", pytest.approx(-0.5)),
+                                                                 ("simp", pytest.approx(-0.75))]
+
+
+def test_a_reader_for_a_language_the_search_does_not_know_is_refused():
+    with pytest.raises(ValueError, match="the search knows no proof language 'isabelle'; choose one of rocq, lean"):
+        TacticReader(TOKENIZER, "isabelle")
+
+
 def test_the_proposer_makes_one_call_per_state_and_counts_what_it_cost():
     asked = []
 
@@ -111,5 +128,6 @@ def test_the_proposer_makes_one_call_per_state_and_counts_what_it_cost():
 def test_the_search_config_node_mirrors_the_search_settings():
     node, settings = SolverSearchConfig(), SearchSettings()
     assert set(SearchStrategy) == set(STRATEGIES)
-    assert (node.width, node.max_depth, node.tactic_seconds, tuple(node.finishers)) == (
-        settings.width, settings.max_depth, settings.tactic_seconds, settings.finishers)
+    assert (node.width, node.max_depth, node.tactic_seconds) == (
+        settings.width, settings.max_depth, settings.tactic_seconds)
+    assert node.finishers is None and settings.finishers == TACTIC_LANGUAGES["rocq"].finishers

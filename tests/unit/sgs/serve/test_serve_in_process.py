@@ -77,8 +77,7 @@ def test_good_requests_get_the_servers_defaults():
     assert (lean.statement, lean.attempts) == ("theorem t : 1 = 1 := by", 2)
     assert (req.mode, lean.mode) == ("sample", "sample")
     assert prove(b'{"statement": "Theorem t : True.", "mode": "both", "timeout": 5}').mode == "both"
-    with pytest.raises(BadRequest, match="mode='search' searches over Rocq proof states; this server checks lean"):
-        prove(b'{"statement": "theorem t : 1 = 1 := by", "mode": "search"}', prover="lean")
+    assert prove(b'{"statement": "theorem t : 1 = 1 := by", "mode": "search"}', prover="lean").mode == "search"
     check = verify_request({"statement": TRUE, "proof": "Proof. exact I. Qed.", "timeout": 5}, LIMITS, "rocq")
     assert (check.proof, check.timeout) == ("Proof. exact I. Qed.", 5.0)
     with pytest.raises(BadRequest, match="missing field 'proof'"):
