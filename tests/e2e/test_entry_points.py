@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.config_support import NO_DASHBOARD
 from tests.lean.lean_support import needs_fixtures, replay_command, requests, split_at_by
 from tests.paths import REPO
 
@@ -246,47 +245,7 @@ def test_a_coqtop_that_does_not_answer_its_version_is_a_usage_error(tmp_path):
     assert "Traceback" not in proc.stderr and not (tmp_path / "out.jsonl").exists()
 
 
-# -- the evaluation and run commands with prover=lean ------------------------------------
-
-
-def lean_prover_overrides(tmp_path: Path) -> list[str]:
-    """``prover=lean`` settings for the REPL test double, a local Lean project directory and
-    a local target file (the default targets are a Hugging Face data set, out of reach here)."""
-    project = tmp_path / "project"
-    project.mkdir(exist_ok=True)
-    (project / "lean-toolchain").write_text("leanprover/lean4:v4.15.0\n")
-    header = requests("file_env")[0]["cmd"]
-    statement, _ = split_at_by(requests("file_env")[1]["cmd"])
-    targets = tmp_path / "targets.json"
-    targets.write_text(json.dumps([{"id": "demo", "header": header, "statement": statement}]))
-    return ["prover=lean", f"prover.lean.repl_command={replay_command('file_env')}",
-            f"prover.lean.project_dir={project}", f"targets.source={targets}", "model=tiny", "warmstart.mode=never",
-            "prover.lean.axiom_check=repl"]  # the recorded transcripts answer `#print axioms`, not pickles
-
-
-@needs_fixtures
-@pytest.mark.slow
-def test_evaluate_with_prover_lean(tmp_path):
-    """``python -m sgs.evaluate prover=lean evaluation.benchmark_file=...``: the tiny random model writes
-    no parsable proof, so every sample is ``no_proof``; what is checked is that the Lean settings reach
-    the pool and the results are written."""
-    overrides = lean_prover_overrides(tmp_path)
-    bench = tmp_path / "bench.jsonl"
-    targets = json.loads(Path(overrides[3].split("=", 1)[1]).read_text())
-    bench.write_text(json.dumps({"id": "p1", "statement": targets[0]["statement"], "header": targets[0]["header"]})
-                     + "\n")
-    out = tmp_path / "eval"
-    proc = run([sys.executable, "-m", "sgs.evaluate", *overrides, "evaluation.benchmark=minif2f-test",
-                f"evaluation.benchmark_file={bench}", "evaluation.samples_per_problem=2", "evaluation.ks=[1,2]",
-                "sampling.solver.max_tokens=16", "resources.verifier_workers=1", f"evaluation.output_dir={out}",
-                NO_DASHBOARD],
-               timeout=600, SGS_CACHE_DIR=str(tmp_path / "cache"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "== pass@k on minif2f-test: 1 problems, n = 2 samples each ==" in proc.stdout
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["problems"] == 1 and summary["n"] == 2
-    [problem] = [json.loads(line) for line in (out / "problems.jsonl").read_text().splitlines()]
-    assert problem["id"] == "p1" and sum(problem["statuses"].values()) == 2
+# -- the run command with prover=lean ------------------------------------------------
 
 
 def test_unreachable_hub_targets_are_a_usage_error(tmp_path):

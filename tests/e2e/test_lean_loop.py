@@ -15,6 +15,9 @@ what the stand-in was asked is read from its request log:
 * ``#print axioms`` asked for every proof that elaborated without error;
 * rewards computed (Solver attempts and Conjecturer scores), metrics and the
   report written.
+
+Then ``python -m sgs.evaluate prover=lean`` on three of the targets, sampling
+and then searching at the tactic level on the stand-in's REPLs.
 """
 
 from __future__ import annotations
@@ -146,11 +149,11 @@ def test_the_lean_loop_runs_with_the_repl_stand_in(tmp_path):
 
 
 @pytest.mark.slow
-def test_lean_evaluation_searches_with_leans_finishers(tmp_path):
-    """``python -m sgs.evaluate prover=lean evaluation.solver_mode=search``: the tactic search
-    on Ray actors, each with its own REPL (the stand-in), the untrained model's tactics
-    through the engines and Lean's finishers at every state; every proof found re-checked
-    by the verifier pool."""
+def test_lean_evaluation_samples_then_searches_with_leans_finishers(tmp_path):
+    """``python -m sgs.evaluate prover=lean evaluation.solver_mode=both``: pass@k of the
+    untrained model's samples (none proves anything), then the tactic search on Ray actors,
+    each with its own REPL (the stand-in), the model's tactics through the same engines and
+    Lean's finishers at every state; every proof found re-checked by the verifier pool."""
     rows = {row["id"]: row for row in d3k_rows()}
     chosen = [rows[i] for i in (*PROVABLE[:2], UNPROVABLE[0])]
     bench = tmp_path / "bench.jsonl"   # also the run's targets: the Lean default's are on the hub, out of reach
@@ -162,7 +165,8 @@ def test_lean_evaluation_searches_with_leans_finishers(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "sgs.evaluate", "model=tiny", "prover=lean", "resources=local_cpu",
          "warmstart.mode=never", f"targets.source={bench}", f"evaluation.benchmark=jsonl:{bench}",
-         "evaluation.solver_mode=search",
+         "evaluation.solver_mode=both", "evaluation.samples_per_problem=2", "evaluation.ks=[1,2]",
+         "sampling.solver.max_tokens=16",
          "evaluation.seconds_per_target=20", "evaluation.search.width=2", "evaluation.search.workers=2",
          "resources.verifier_workers=1", f"evaluation.output_dir={out}", NO_DASHBOARD,
          f"prover.lean.repl_command={standin_command()}", f"prover.lean.project_dir={project}",
@@ -170,6 +174,7 @@ def test_lean_evaluation_searches_with_leans_finishers(tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=600,
         env={**os.environ, "RAY_AUTH_MODE": "disabled", "SGS_CACHE_DIR": str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stderr[-4000:]
+    assert f"== pass@k on jsonl:{bench}: 3 problems, n = 2 samples each ==" in proc.stdout
     assert "search (best_first, 20 s per target) on 3 problems: proved 2" in proc.stdout
     lines = {line["id"]: line for line in map(json.loads, (out / "problems.jsonl").read_text().splitlines())}
     for problem in PROVABLE[:2]:
@@ -177,5 +182,7 @@ def test_lean_evaluation_searches_with_leans_finishers(tmp_path):
         # one of Lean's finishers closed it, written as the body of the `by` block
         assert searched["status"] == "valid" and searched["proof"].strip() in ("norm_num", "linarith", "omega")
     assert lines[UNPROVABLE[0]]["proved_by"] is None
+    assert all(line["n"] == 2 and sum(line["statuses"].values()) == 2 for line in lines.values())
     summary = json.loads((out / "summary.json").read_text())
+    assert summary["problems"] == 3 and summary["n"] == 2 and summary["language"] == "lean"
     assert summary["search"]["finishers"] == ["omega", "norm_num", "linarith", "simp", "aesop"]   # Lean's own
