@@ -66,10 +66,10 @@ def _build_knn(corpus: Path, checkpoint: str) -> Predictor:
 
 
 def _build_model(corpus: Path, checkpoint: str) -> Predictor:
-    """A checkpoint; one trained with premises in its prompts (its ``progress.json``
-    says so) gets them from the corpus's training files."""
+    """A checkpoint; one trained with premises or similar proofs in its prompts (its
+    ``progress.json`` says so) gets them from the corpus's training files."""
     from sgs.config import model_location
-    from sgs.prover.examples import PremisePrompts
+    from sgs.prover.examples import PremisePrompts, ProofPrompts
     from sgs.prover.model_tactics import ModelTactics
     from sgs.prover.ship import RECORD
     path = Path(model_location(checkpoint))
@@ -79,8 +79,8 @@ def _build_model(corpus: Path, checkpoint: str) -> Predictor:
         training = json.loads((path / "progress.json").read_text())
     elif (path / RECORD).is_file():
         training = json.loads((path / RECORD).read_text()).get("training", {})
-    with_premises = bool(training.get("premises", False))
-    return ModelTactics(path, premises=PremisePrompts.from_corpus(corpus) if with_premises else None)
+    return ModelTactics(path, premises=PremisePrompts.from_corpus(corpus) if training.get("premises") else None,
+                        proofs=ProofPrompts.from_corpus(corpus) if training.get("proofs") else None)
 
 
 def _build_knn_and_model(corpus: Path, checkpoint: str) -> Predictor:

@@ -18,7 +18,10 @@ acts on, and a small model's context is short.
 With :class:`PremisePrompts`, a tactic prompt also shows the lemmas BM25
 ranks most relevant to the state (:mod:`sgs.prover.premises`), from the
 training files and the earlier theorems of the step's own file (never the
-theorem itself or a later one: what its author had in scope).
+theorem itself or a later one: what its author had in scope).  With
+:class:`ProofPrompts`, it shows the proofs of the lemmas whose statements
+are most like the state's goal (Rango's proof retrieval,
+:mod:`sgs.prover.proof_retrieval`), from the same scope.
 """
 
 from __future__ import annotations
@@ -30,11 +33,13 @@ from pathlib import Path
 
 from sgs.corpus.records import TheoremRecord
 from sgs.method.roles import PromptSet
-from sgs.prover.premises import PremiseIndex, format_premises, mentioned_paths, modules_of, premises_from_theorems
+from sgs.prover.premises import (PremiseIndex, first_goal, format_premises, mentioned_paths, modules_of,
+                                 premises_from_theorems)
+from sgs.prover.proof_retrieval import ProofIndex, format_proofs
 from sgs.prover.steps import StepExample, load_theorems, theorem_steps
 from sgs.state.warmstart import load_corpus
 
-__all__ = ["TextExample", "MAX_STATE_CHARS", "MAX_PROOF_CHARS", "PremisePrompts", "clip_state",
+__all__ = ["TextExample", "MAX_STATE_CHARS", "MAX_PROOF_CHARS", "PremisePrompts", "ProofPrompts", "clip_state",
            "tactic_example", "proof_example", "training_examples"]
 
 #: the longest proof state a prompt shows (the 90th percentile of the corpus is about 700)
@@ -44,6 +49,9 @@ MAX_PROOF_CHARS = 1_000
 #: retrieved premises shown in a tactic prompt, and the most characters they take
 PREMISES_SHOWN = 6
 PREMISE_CHARS = 600
+#: retrieved proofs shown in a tactic prompt, and the most characters they take (whole proofs only)
+PROOFS_SHOWN = 2
+PROOF_CHARS = 600
 #: the marker that separates hypotheses from the conclusion in Rocq's display
 _RULE = "============================"
 
@@ -97,17 +105,40 @@ class PremisePrompts:
     def block(self, state: str, library: str = "", file: str = "", line: int = 0) -> str:
         """The block for ``state``; with the step's ``file`` and theorem ``line``, the
         premises stated at or after that line in the same file are left out."""
-        premises = self.index.premises
-
-        def in_scope(i: int) -> bool:
-            p = premises[i]
-            return not (p.library == library and p.file == file and p.line >= line)
-
-        return format_premises(self.index.rank(state, self.shown, in_scope if file else None), self.budget)
+        in_scope = _stated_before(self.index, library, file, line)
+        return format_premises(self.index.rank(state, self.shown, in_scope), self.budget)
 
 
-def tactic_example(step: StepExample, prompts: PromptSet, premises: str = "") -> TextExample:
-    return TextExample(prompts.tactic(clip_state(step.state), premises), step.tactic, "tactic")
+class ProofPrompts:
+    """The block of similar earlier proofs in a tactic prompt, from an index of proved theorems."""
+
+    def __init__(self, index: ProofIndex, shown: int = PROOFS_SHOWN, budget: int = PROOF_CHARS) -> None:
+        self.index, self.shown, self.budget = index, shown, budget
+
+    @classmethod
+    def from_corpus(cls, corpus: Path, libraries: Iterable[str] | None = None) -> "ProofPrompts":
+        """Proofs of the corpus's training files (what every held-out file may use)."""
+        theorems = list(load_theorems(corpus, ("train",), libraries))
+        return cls(ProofIndex.build(theorems, modules_of(corpus), mentioned_paths(theorems)))
+
+    def block(self, state: str, library: str = "", file: str = "", line: int = 0) -> str:
+        """The proofs whose statements are most like ``state``'s first goal (the statement
+        itself at a proof's first step); scoped as :meth:`PremisePrompts.block`."""
+        in_scope = _stated_before(self.index.premises, library, file, line)
+        return format_proofs(self.index.retrieve(first_goal(state), self.shown, in_scope), self.budget)
+
+
+def _stated_before(index: PremiseIndex, library: str, file: str, line: int):
+    """With a step's ``file``: a filter of ``index``'s positions that leaves out what its
+    file states at or after ``line`` (the theorem itself, later ones); without: None."""
+    if not file:
+        return None
+    premises = index.premises
+    return lambda i: not (premises[i].library == library and premises[i].file == file and premises[i].line >= line)
+
+
+def tactic_example(step: StepExample, prompts: PromptSet, premises: str = "", proofs: str = "") -> TextExample:
+    return TextExample(prompts.tactic(clip_state(step.state), premises, proofs), step.tactic, "tactic")
 
 
 def proof_example(theorem: TheoremRecord, prompts: PromptSet) -> TextExample | None:
@@ -118,12 +149,13 @@ def proof_example(theorem: TheoremRecord, prompts: PromptSet) -> TextExample | N
     return TextExample(prompts.solver("", statement), f"```coq\n{statement}\n{theorem.proof.strip()}\n```", "proof")
 
 
-def _corpus_examples(theorems: Iterable[TheoremRecord], prompts: PromptSet,
-                     premises: PremisePrompts | None) -> Iterator[TextExample]:
+def _corpus_examples(theorems: Iterable[TheoremRecord], prompts: PromptSet, premises: PremisePrompts | None,
+                     proofs: ProofPrompts | None) -> Iterator[TextExample]:
     for theorem in theorems:
+        where = (theorem.library, theorem.file, theorem.line)
         for step in theorem_steps(theorem):
-            block = premises.block(step.state, theorem.library, theorem.file, theorem.line) if premises else ""
-            yield tactic_example(step, prompts, block)
+            yield tactic_example(step, prompts, premises.block(step.state, *where) if premises else "",
+                                 proofs.block(step.state, *where) if proofs else "")
         whole = proof_example(theorem, prompts)
         if whole is not None:
             yield whole
@@ -131,12 +163,13 @@ def _corpus_examples(theorems: Iterable[TheoremRecord], prompts: PromptSet,
 
 def training_examples(corpus: Path, splits: Sequence[str], *, warmstart: str | None = None,
                       libraries: Iterable[str] | None = None, seed: int = 0,
-                      premises: PremisePrompts | None = None) -> list[TextExample]:
+                      premises: PremisePrompts | None = None, proofs: ProofPrompts | None = None) -> list[TextExample]:
     """Every example of the chosen corpus splits, plus the warm-start corpus
     (``warmstart``: a path or ``pkg://`` source; None leaves it out), shuffled
-    with ``seed``; with ``premises``, tactic prompts show retrieved lemmas."""
+    with ``seed``; with ``premises``, tactic prompts show retrieved lemmas, with
+    ``proofs`` the proofs of similar earlier lemmas."""
     prompts = PromptSet("rocq")
-    examples = list(_corpus_examples(load_theorems(corpus, splits, libraries), prompts, premises))
+    examples = list(_corpus_examples(load_theorems(corpus, splits, libraries), prompts, premises, proofs))
     if warmstart is not None:
         examples += [TextExample(e.prompt, e.completion, "role") for e in load_corpus(warmstart)]
     random.Random(seed).shuffle(examples)

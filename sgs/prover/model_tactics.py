@@ -52,31 +52,33 @@ def _prompts(language: str) -> PromptSet:
     return PromptSet(language)
 
 
-def tactic_prompt(tokenizer, state: str, premises: str = "", language: str = "rocq") -> str:
+def tactic_prompt(tokenizer, state: str, premises: str = "", *, proofs: str = "", language: str = "rocq") -> str:
     """The tactic prompt for ``state`` exactly as the model was trained on it
     (:func:`sgs.prover.examples.tactic_example`: the state clipped, the
-    premise block, if any) and as the engines receive a role prompt (the
-    tokenizer's chat template, :func:`sgs.machinery.prompts.chat_prompt`),
+    premise and proof blocks, if any) and as the engines receive a role prompt
+    (the tokenizer's chat template, :func:`sgs.machinery.prompts.chat_prompt`),
     in ``language``'s template."""
     from sgs.machinery.prompts import chat_prompt
-    return chat_prompt(tokenizer, _prompts(language).tactic(clip_state(state), premises))
+    return chat_prompt(tokenizer, _prompts(language).tactic(clip_state(state), premises, proofs))
 
 
 class ModelTactics:
     """``predict(state, k)``: the k best tactics of a checkpoint for a proof state."""
 
-    def __init__(self, path: str | Path, *, threads: int = 1, premises=None) -> None:
+    def __init__(self, path: str | Path, *, threads: int = 1, premises=None, proofs=None) -> None:
         import torch
         from sgs.machinery.models.tiny import load_model_and_tokenizer
 
         torch.set_num_threads(threads)
         self._model, self._tokenizer = load_model_and_tokenizer(path, dtype="float32")
-        #: a :class:`sgs.prover.examples.PremisePrompts` for a model trained with premises
-        self._premises = premises
+        #: a :class:`sgs.prover.examples.PremisePrompts` for a model trained with premises,
+        #: a :class:`sgs.prover.examples.ProofPrompts` for one trained with similar proofs
+        self._premises, self._proofs = premises, proofs
 
     def prompt(self, state: str) -> str:
         premises = self._premises.block(state) if self._premises is not None else ""
-        return tactic_prompt(self._tokenizer, state, premises)
+        proofs = self._proofs.block(state) if self._proofs is not None else ""
+        return tactic_prompt(self._tokenizer, state, premises, proofs=proofs)
 
     def predict(self, state: str, k: int) -> list[str]:
         import torch

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from sgs.config import TinyModelSettings
-from sgs.prover.examples import PremisePrompts, TextExample, training_examples
+from sgs.prover.examples import PremisePrompts, ProofPrompts, TextExample, training_examples
 
 __all__ = ["SIZES", "TrainOptions", "init_checkpoint", "train", "main"]
 
@@ -92,6 +92,8 @@ class TrainOptions:
     libraries: Optional[tuple[str, ...]] = None
     #: show retrieved premises in the tactic prompts (:class:`sgs.prover.examples.PremisePrompts`)
     premises: bool = False
+    #: show the proofs of similar earlier lemmas in the tactic prompts (:class:`sgs.prover.examples.ProofPrompts`)
+    proofs: bool = False
     #: a checkpoint to fine-tune (a directory or ``pkg://`` source) instead of a new model of ``size``
     init: Optional[str] = None
 
@@ -212,10 +214,12 @@ def train(options: TrainOptions, log=print) -> dict:
     torch.manual_seed(options.seed)
     options.out.mkdir(parents=True, exist_ok=True)
     premises = PremisePrompts.from_corpus(options.corpus, options.libraries) if options.premises else None
+    proofs = ProofPrompts.from_corpus(options.corpus, options.libraries) if options.proofs else None
     examples = training_examples(options.corpus, ("train",), warmstart=options.warmstart,
-                                 libraries=options.libraries, seed=options.seed, premises=premises)
+                                 libraries=options.libraries, seed=options.seed, premises=premises, proofs=proofs)
     held_out = [e for e in training_examples(options.corpus, ("valid",), libraries=options.libraries,
-                                             seed=options.seed, premises=premises) if e.kind == "tactic"][:1000]
+                                             seed=options.seed, premises=premises, proofs=proofs)
+                if e.kind == "tactic"][:1000]
     if not examples:
         raise ValueError(f"no training examples in {options.corpus}")
     checkpoint = options.out / CHECKPOINT
@@ -228,6 +232,7 @@ def train(options: TrainOptions, log=print) -> dict:
     optimizer = torch.optim.AdamW(model.parameters(), lr=options.learning_rate, weight_decay=0.01)
     progress = {"size": options.size if options.init is None else "init",
                 "libraries": list(options.libraries or ["all"]), "premises": options.premises,
+                "proofs": options.proofs,
                 "parameters": sum(p.numel() for p in model.parameters()),
                 "examples": len(encoded), "steps": 0, "tokens": 0, "seconds": 0.0, "epochs": 0.0,
                 **({"init": str(options.init)} if options.init is not None else {})}
@@ -301,6 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--libraries", help="comma-separated corpus libraries (default: all)")
     parser.add_argument("--premises", action="store_true", help="show retrieved premises in the tactic prompts")
+    parser.add_argument("--proofs", action="store_true",
+                        help="show the proofs of similar earlier lemmas in the tactic prompts")
     parser.add_argument("--init", help="fine-tune this checkpoint (directory or pkg:// source) instead of "
                                        "building a new model (--size is then not used)")
     return parser
@@ -328,7 +335,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     options = TrainOptions(corpus=args.corpus, out=args.out, size=args.size, minutes=args.minutes,
                            learning_rate=args.learning_rate, batch_tokens=args.batch_tokens,
                            save_minutes=args.save_minutes, threads=args.threads, seed=args.seed,
-                           libraries=libraries, premises=args.premises, init=args.init)
+                           libraries=libraries, premises=args.premises, proofs=args.proofs, init=args.init)
     try:
         train(options)
     except ValueError as error:

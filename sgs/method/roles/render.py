@@ -7,8 +7,9 @@ A template directory holds one file per prompt, with these variables:
   conditioning" ablation);
 * ``guide.j2``: ``target`` and ``conjecture``;
 * ``tactic.j2``: ``state`` (the goals before a step, as the prover prints
-  them) and ``premises`` (a block of retrieved lemmas; may be empty): the
-  Solver's prompt for one tactic, in a tactic-level search.
+  them), ``premises`` (a block of retrieved lemmas) and ``proofs`` (the
+  proofs of similar earlier lemmas; both may be empty): the Solver's prompt
+  for one tactic, in a tactic-level search.
 
 The package ships one directory per language (``templates/lean``,
 ``templates/rocq``); a config can point at any other directory to swap the
@@ -93,10 +94,12 @@ class PromptSet:
         towards ``target``."""
         return self._templates["guide"].render(target=target, conjecture=conjecture)
 
-    def tactic(self, state: str, premises: str = "") -> str:
+    def tactic(self, state: str, premises: str = "", proofs: str = "") -> str:
         """Ask for the next tactic in proof ``state`` (the goals as the prover
-        prints them), with ``premises`` (retrieved lemmas, may be empty)."""
-        return self._templates["tactic"].render(state=state.strip(), premises=premises.strip())
+        prints them), with ``premises`` (retrieved lemmas) and ``proofs``
+        (retrieved proofs of similar lemmas); either may be empty."""
+        return self._templates["tactic"].render(state=state.strip(), premises=premises.strip(),
+                                                proofs=proofs.strip())
 
 
 def prompt_header(header: str) -> str:

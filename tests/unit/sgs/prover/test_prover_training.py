@@ -129,3 +129,37 @@ def test_premise_blocks_show_only_what_the_author_had_in_scope():
     in_file = blocks.block(state, "lib", "A.v", 20)                  # a theorem at line 20 of A.v
     assert "Lib.A.add_zero" in in_file and "later_add" not in in_file
     assert "add_zero" in blocks.block(state, "lib", "B.v", 1)        # other files' lemmas stay in scope
+
+
+def test_proof_blocks_show_whole_earlier_proofs_of_similar_lemmas_in_the_prompt():
+    from sgs.prover.examples import ProofPrompts
+    from sgs.prover.premises import Premise, PremiseIndex
+    from sgs.prover.proof_retrieval import ProofIndex
+    index = ProofIndex(PremiseIndex([
+        Premise("Lib.A.add_zero", "Lemma add_zero n : n + 0 = n.", "lib", "A.v", 5),
+        Premise("Lib.A.mul_one", "Lemma mul_one n : n * 1 = n.", "lib", "A.v", 9),
+        Premise("Lib.A.later_add", "Lemma later_add n : n + 0 + 0 = n.", "lib", "A.v", 50)]),
+        ["Proof. induction n; simpl; auto. Qed.", "Proof. lia. Qed.", "Proof. rewrite !add_zero. easy. Qed."])
+    blocks = ProofPrompts(index, shown=2, budget=500)
+    state = "n : nat\n============================\nn + 0 = n"
+    # the two proofs of statements most like the goal, each whole, best first
+    assert blocks.block(state).startswith("Lemma later_add n : n + 0 + 0 = n.\nProof. rewrite !add_zero. easy. Qed.")
+    in_file = blocks.block(state, "lib", "A.v", 20)                  # a theorem at line 20 of A.v
+    assert in_file.startswith("Lemma add_zero n : n + 0 = n.\nProof. induction n; simpl; auto. Qed.")
+    assert "later_add" not in in_file
+    assert ProofPrompts(index, shown=2, budget=40).block(state, "lib", "A.v", 20) == ""  # no proof fits: none cut
+    prompt = tactic_example(theorem_steps(_theorem("t", "train", ["lia."]))[0], PromptSet("rocq"), "",
+                            in_file).prompt
+    assert "Proofs of similar lemmas:\nLemma add_zero n : n + 0 = n." in prompt and "Lemmas that may help" not in prompt
+
+
+def test_a_model_trained_with_similar_proofs_is_asked_with_them(tmp_path):
+    corpus = tmp_path / "corpus"
+    _write(corpus, "A.v", "train", [_theorem(f"t{i}", "train", ["induction n.", "auto."]) for i in range(3)])
+    done = train(TrainOptions(corpus=corpus, out=tmp_path / "run", size="xs", minutes=0.01, warmstart=None,
+                              batch_tokens=1024, warmup_steps=1, proofs=True), log=lambda _: None)
+    assert done["proofs"] is True and done["premises"] is False
+    from sgs.prover.accuracy import PREDICTORS
+    model = PREDICTORS["model"](corpus, str(tmp_path / "run" / "checkpoint"))
+    prompt = model.prompt(theorem_steps(_theorem("q", "test", ["auto."]))[0].state)
+    assert "Proofs of similar lemmas:\nLemma t0 (n : nat) : n + 0 = n.\nProof.\ninduction n." in prompt
