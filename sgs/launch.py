@@ -166,12 +166,15 @@ def _summary(cfg: SGSConfig, store: Store, loop: Loop, held_out: dict[str, dict 
               + ", ".join(f"{m['iteration']}: {format_rate(m['pass_at_k'])}" for m in metrics))
         print(f"generations: {last['generations']}, {generation_count(cfg)}")
         searched = {key: sum(m.get(f"search/{key}", 0) for m in metrics)
-                    for key in ("attempts", "found", "proved", "step_examples", "model_calls", "samples", "tokens")}
+                    for key in ("attempts", "found", "proved", "step_examples", "anchor_examples", "model_calls",
+                                "samples", "tokens")}
         if searched["attempts"]:
+            anchors = (f" (and {searched['anchor_examples']} anchor steps of solver.anchor_corpus)"
+                       if searched["anchor_examples"] else "")
             print(f"search (solver.mode=search): {searched['attempts']} search attempts, {searched['found']} found a "
                   f"proof, {searched['proved']} re-checked valid by the verifier pool, {searched['step_examples']} "
-                  f"tactic steps trained on; {searched['model_calls']} model calls (the generations a search "
-                  f"counts), {searched['samples']} samples, {searched['tokens']} tokens")
+                  f"tactic steps trained on{anchors}; {searched['model_calls']} model calls (the generations a "
+                  f"search counts), {searched['samples']} samples, {searched['tokens']} tokens")
     before, after = held_out.get("before") or _stored_before(store), held_out.get("after")
     if after is None:
         print("held-out pass@k: not measured (no held-out target, or evaluation.k=0)")

@@ -13,6 +13,7 @@ self-play").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sgs.config.checks import Choice, at_least
 from sgs.config.evaluation import SolverSearchConfig, search_problems
@@ -56,6 +57,16 @@ class SolverConfig:
     seconds_per_attempt: float = 20.0
     #: In search mode: the search's settings (as ``evaluation.search``'s).
     search: SolverSearchConfig = field(default_factory=SolverSearchConfig)
+    #: In search mode: a prover corpus (the layout of ``python -m sgs.corpus``;
+    #: ``sgs.fill --adapt-anchor`` passes the project's own proofs) whose
+    #: training split's tactic steps are replayed in each Solver update beside
+    #: the found proofs' steps, so that training on its own short proofs does
+    #: not narrow what the Solver proposes to what it already finds (the
+    #: rarer steps of the human proofs stay in its top ``width``).  Null: none.
+    anchor_corpus: str | None = None
+    #: With an anchor corpus: its steps in an update per found step trained on
+    #: (rounded; an update without found steps replays none).
+    anchor_ratio: float = 1.0
 
 
 def solver_problems(solver: SolverConfig) -> list[str]:
@@ -72,6 +83,12 @@ def solver_problems(solver: SolverConfig) -> list[str]:
     if not solver.seconds_per_attempt > 0:
         problems.append(f"solver.seconds_per_attempt={solver.seconds_per_attempt!r} must be positive")
     problems.extend(search_problems(solver.search, "solver.search"))
+    if solver.anchor_corpus is not None:
+        if not Path(solver.anchor_corpus).is_dir():
+            problems.append(f"solver.anchor_corpus={solver.anchor_corpus!r} is not a directory (a prover corpus, "
+                            "python -m sgs.corpus extract)")
+        if not solver.anchor_ratio > 0:
+            problems.append(f"solver.anchor_ratio={solver.anchor_ratio!r} must be positive")
     return problems
 
 

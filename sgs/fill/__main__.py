@@ -2,8 +2,8 @@
 
     python -m sgs.fill PROJECT_DIR [--out report.jsonl] [--time-per-lemma 60] [--workers 2]
         [--write] [--admits] [--names a,b] [--proposer auto|knn|model] [--build-dir DIR]
-        [--adapt ITERATIONS [--adapt-minutes M] [--adapt-method sgs|rl|supervised] [--adapt-set KEY=VALUE]
-         [--adapt-cache DIR]] [--rounds automation,sauto,sample,search] [--seed N]
+        [--adapt ITERATIONS [--adapt-minutes M] [--adapt-method sgs|rl|supervised] [--adapt-anchor RATIO]
+         [--adapt-set KEY=VALUE] [--adapt-cache DIR]] [--rounds automation,sauto,sample,search] [--seed N]
 
 Finds every lemma whose proof is ``Admitted.`` (:mod:`sgs.fill.admitted`)
 in a ``_CoqProject``, ``Make`` or dune project (:mod:`sgs.fill.project`),
@@ -99,6 +99,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     group.add_argument("--adapt-method", choices=tuple(ADAPT_METHODS),
                        help="the self-play: " + "; ".join(f"{k}: {m.description}" for k, m in ADAPT_METHODS.items())
                             + " (default sgs)")
+    group.add_argument("--adapt-anchor", type=float, metavar="RATIO",
+                       help="replay the project's own tactic steps in each self-play update, RATIO per found step "
+                            "(solver.anchor_corpus; default none)")
     group.add_argument("--adapt-set", action="append", default=[], metavar="KEY=VALUE",
                        help="a python -m sgs setting for the self-play (repeatable)")
     group.add_argument("--adapt-cache", type=Path, help="where adapted checkpoints are kept "
@@ -121,7 +124,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def _check_adapt(args: argparse.Namespace) -> None:
     """The --adapt flags, checked before anything is built; ``args.adaptation`` their settings or None."""
     given = [flag for flag, value in (("--adapt-minutes", args.adapt_minutes), ("--adapt-method", args.adapt_method),
-                                      ("--adapt-set", args.adapt_set), ("--adapt-cache", args.adapt_cache)) if value]
+                                      ("--adapt-anchor", args.adapt_anchor), ("--adapt-set", args.adapt_set),
+                                      ("--adapt-cache", args.adapt_cache)) if value is not None and value != []]
     args.adaptation = None
     if args.adapt is None:
         if given:
@@ -134,13 +138,16 @@ def _check_adapt(args: argparse.Namespace) -> None:
     minutes = 5.0 if args.adapt_minutes is None else args.adapt_minutes
     if not minutes > 0:
         raise UsageError(f"--adapt-minutes must be positive, got {minutes:g}")
+    if args.adapt_anchor is not None and not args.adapt_anchor > 0:
+        raise UsageError(f"--adapt-anchor must be a positive ratio, got {args.adapt_anchor:g}")
     bad = [item for item in args.adapt_set if "=" not in item or item.startswith("=")]
     if bad:
         raise UsageError(f"--adapt-set takes KEY=VALUE, got {bad[0]!r}")
     # the self-play runs in the checkout's root: a relative checkpoint path is made absolute first
     base = args.checkpoint if "://" in args.checkpoint else str(Path(args.checkpoint).expanduser().resolve())
     args.adaptation = AdaptSettings(iterations=args.adapt, method=args.adapt_method or "sgs", minutes=minutes,
-                                    seed=args.seed, base=base, overrides=tuple(args.adapt_set))
+                                    seed=args.seed, base=base, overrides=tuple(args.adapt_set),
+                                    anchor_ratio=args.adapt_anchor)
     args.adapt_cache = cache_root(args.adapt_cache)
 
 

@@ -105,6 +105,9 @@ class AdaptSettings:
     overrides: tuple[str, ...] = ()
     #: seconds the self-play subprocess may take, each iteration
     seconds_per_iteration: float = 3600.0
+    #: the project's own tactic steps replayed in each self-play update, this many per
+    #: found step (``solver.anchor_corpus``/``anchor_ratio``); None: none
+    anchor_ratio: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -180,9 +183,11 @@ def supervised_key(project_digest: str, base_weights: str, settings: AdaptSettin
 
 def selfplay_key(supervised: str, settings: AdaptSettings) -> str:
     """The self-play stage's: the stage before it, and its own settings."""
-    return _digest({"recipe": RECIPE, "supervised": supervised, "method": settings.method,
-                    "iterations": settings.iterations, "seed": settings.seed,
-                    "overrides": [*SELFPLAY_OVERRIDES, *settings.overrides]})
+    record = {"recipe": RECIPE, "supervised": supervised, "method": settings.method,
+              "iterations": settings.iterations, "seed": settings.seed,
+              "overrides": [*SELFPLAY_OVERRIDES, *settings.overrides]}
+    # only when set, so that the stages made before the setting existed keep their keys
+    return _digest({**record, "anchor_ratio": settings.anchor_ratio} if settings.anchor_ratio else record)
 
 
 def _weights_digest(checkpoint: str) -> str:
@@ -269,15 +274,19 @@ def supervised_stage(folder: Path, corpus: Path, settings: AdaptSettings, log: C
 
 
 def selfplay_command(settings: AdaptSettings, *, targets: Path, start: str, run_dir: Path,
-                     allowed_axioms: Sequence[str]) -> list[str]:
-    """``python -m sgs`` for the self-play stage (the method's experiment, the laptop scale)."""
+                     allowed_axioms: Sequence[str], corpus: Path) -> list[str]:
+    """``python -m sgs`` for the self-play stage (the method's experiment, the laptop scale;
+    ``corpus``: the project's proofs, replayed as anchors with ``settings.anchor_ratio``)."""
     method = ADAPT_METHODS[settings.method]
     assert method.experiment is not None
     # double-quoted strings: Hydra's grammar reads a prime (Coq's x') inside them as it is
     axioms = "[" + ",".join(json.dumps(name) for name in allowed_axioms) + "]"
     return [sys.executable, "-m", "sgs", f"+experiment={method.experiment}", *SELFPLAY_OVERRIDES,
             f"targets.source={targets}", f"model.path={start}", f"iterations={settings.iterations}",
-            f"seed={settings.seed}", f"run_dir={run_dir}", f"prover.allowed_axioms={axioms}", *settings.overrides]
+            f"seed={settings.seed}", f"run_dir={run_dir}", f"prover.allowed_axioms={axioms}",
+            *((f"solver.anchor_corpus={json.dumps(str(corpus))}", f"solver.anchor_ratio={settings.anchor_ratio}")
+              if settings.anchor_ratio else ()),
+            *settings.overrides]
 
 
 def newest_solver_checkpoint(run_dir: Path, iterations: int) -> Optional[Path]:
@@ -323,7 +332,7 @@ def _bounded(command: Sequence[str], out, timeout: float) -> Optional[int]:
         raise
 
 
-def selfplay_stage(folder: Path, targets: Path, start: str, allowed_axioms: Sequence[str],
+def selfplay_stage(folder: Path, targets: Path, start: str, allowed_axioms: Sequence[str], corpus: Path,
                    settings: AdaptSettings, log: Callable[[str], None]) -> Stage:
     """``python -m sgs`` on the targets from ``start`` (resumable: the run directory is kept)."""
     name = f"self-play ({settings.method})"
@@ -333,7 +342,7 @@ def selfplay_stage(folder: Path, targets: Path, start: str, allowed_axioms: Sequ
             return _cached(record)
         run_dir = folder / "run"
         command = selfplay_command(settings, targets=targets, start=start, run_dir=run_dir,
-                                   allowed_axioms=allowed_axioms)
+                                   allowed_axioms=allowed_axioms, corpus=corpus)
         log_path = folder / "selfplay.log"
         log(f"adapt: {name}: {settings.iterations} iteration(s) of python -m sgs from {start}; log in {log_path}")
         started = time.monotonic()
@@ -419,7 +428,8 @@ def adapt(project, build_dir: Path, fill_targets, load_path, allowed: Sequence[s
             notes.append("self-play: skipped (no target)")
         else:
             key = selfplay_key(sup if steps else f"none:{base_weights}", settings)
-            stage = selfplay_stage(folder / f"{settings.method}-{key[:16]}", targets, start, axioms, settings, log)
+            stage = selfplay_stage(folder / f"{settings.method}-{key[:16]}", targets, start, axioms, corpus,
+                                   settings, log)
             stages.append(dataclass_replace_detail(stage, traced=traced, admitted=admitted))
             start = stage.checkpoint
     return Adaptation(start, tuple(stages), tuple(notes))

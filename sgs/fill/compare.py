@@ -2,7 +2,7 @@
 
     python -m sgs.fill.compare --out runs/fill_compare [--projects DIR] [--only propcalc,search-trees]
         [--arms a,b,c,d,e,k] [--seeds 0,1] [--fraction 0.25] [--draw-seed 0] [--time-per-lemma 30]
-        [--workers 2] [--adapt-iterations 2] [--adapt-minutes 5] [--adapt-set KEY=VALUE]
+        [--workers 2] [--adapt-iterations 2] [--adapt-minutes 5] [--adapt-anchor RATIO] [--adapt-set KEY=VALUE]
     python -m sgs.fill.compare --out runs/fill_compare --table      # the table of what is done
 
 For each project folder under ``--projects`` (read-only: each is copied into
@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, NoReturn, Optional, Sequence
 
+from sgs.fill.adapt import ADAPT_METHODS
 from sgs.fill.admitted import readable_using
 from sgs.state.files import atomic_write
 from sgs.state.rocq_project import BuildError, ProjectError, build, read_project
@@ -243,14 +244,16 @@ def prepare(source: Path, out: Path, *, fraction: float, seed: int, log) -> Path
 
 def fill_command(arm: Arm, project: Path, report: Path, seed: int, *, time_per_lemma: float, workers: int,
                  build_dir: Path, iterations: int, minutes: float, adapt_sets: Sequence[str],
-                 cache: Path) -> list[str]:
-    """``python -m sgs.fill`` for one arm and seed."""
+                 cache: Path, anchor: Optional[float] = None) -> list[str]:
+    """``python -m sgs.fill`` for one arm and seed; ``anchor``: the self-play arms' ``--adapt-anchor``."""
     command = [sys.executable, "-m", "sgs.fill", str(project), "--out", str(report), "--time-per-lemma",
                f"{time_per_lemma:g}", "--workers", str(workers), "--build-dir", str(build_dir), "--seed", str(seed),
                *arm.flags]
     if arm.adapt_method is not None:
         command += ["--adapt", str(iterations), "--adapt-method", arm.adapt_method, "--adapt-minutes",
                     f"{minutes:g}", "--adapt-cache", str(cache), *(f"--adapt-set={item}" for item in adapt_sets)]
+        if anchor and ADAPT_METHODS[arm.adapt_method].experiment is not None:
+            command += ["--adapt-anchor", f"{anchor:g}"]
     return command
 
 
@@ -319,6 +322,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--adapt-iterations", type=int, default=2)
     parser.add_argument("--adapt-minutes", type=float, default=5.0)
+    parser.add_argument("--adapt-anchor", type=float, metavar="RATIO",
+                        help="the self-play arms replay the project's own steps (sgs.fill --adapt-anchor)")
     parser.add_argument("--adapt-set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--table", action="store_true", help="only write the table of what is done")
     args = parser.parse_args(argv)
@@ -374,7 +379,7 @@ def run(args: argparse.Namespace) -> int:
             command = fill_command(ARMS[arm], work, report, seed, time_per_lemma=args.time_per_lemma,
                                    workers=args.workers, build_dir=out / "build" / project,
                                    iterations=args.adapt_iterations, minutes=args.adapt_minutes,
-                                   adapt_sets=args.adapt_set, cache=out / "adapt_cache")
+                                   adapt_sets=args.adapt_set, cache=out / "adapt_cache", anchor=args.adapt_anchor)
             log(f"{project} ({arm}) seed {seed}: " + " ".join(command[1:]))
             started = time.monotonic()
             timeout = 3 * 3600 + 3600 * args.adapt_iterations

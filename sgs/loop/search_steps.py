@@ -18,11 +18,15 @@ proof with a positive weight becomes one example (the proof state's tactic
 prompt, :func:`sgs.prover.model_tactics.tactic_prompt`, and the tactic), and
 the steps are trained with the reward-weighted NLL of
 :data:`sgs.method.registry.STEP_OBJECTIVE` whatever the objective's own
-loss.  A failed search has no path, so nothing of it is pushed down.
+loss.  A failed search has no path, so nothing of it is pushed down.  With
+``solver.anchor_corpus``, human tactic steps of that corpus are replayed
+beside them (:func:`anchor_steps`), weight 1 each.
 """
 
 from __future__ import annotations
 
+import functools
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,11 +40,13 @@ from sgs.state.files import Problems, jsonl_rows
 from sgs.state.records import Attempt, RecordError, check_fields, typed_field
 from sgs.state.run_reader import iter_name
 
-__all__ = ["SEARCHES_FILE", "STEP_OBJECTIVE", "SearchRecord", "StepChoice", "chosen_steps", "read_search_records",
-           "search_metrics", "searches_path", "step_example"]
+__all__ = ["ANCHOR", "SEARCHES_FILE", "STEP_OBJECTIVE", "SearchRecord", "StepChoice", "anchor_pool", "anchor_steps",
+           "chosen_steps", "read_search_records", "search_metrics", "searches_path", "step_example"]
 
 #: The search attempts' file in an iteration's directory.
 SEARCHES_FILE = "prove_searches.jsonl"
+#: The problem id (the example's group) of a replayed anchor step.
+ANCHOR = "anchor"
 
 
 def searches_path(run_dir: Path, iteration: int) -> Path:
@@ -152,6 +158,25 @@ def chosen_steps(chosen: Iterable[tuple[Attempt, float]], records: Mapping[int, 
     return steps
 
 
+@functools.lru_cache(maxsize=4)
+def anchor_pool(corpus: str) -> tuple[tuple[str, str], ...]:
+    """The (proof state, tactic) steps of ``corpus``'s training split, in corpus order
+    (read once per run: an update draws from it every iteration)."""
+    from sgs.prover.steps import load_theorems, theorem_steps
+    return tuple((step.state, step.tactic) for theorem in load_theorems(Path(corpus), ("train",))
+                 for step in theorem_steps(theorem))
+
+
+def anchor_steps(pool: Sequence[tuple[str, str]], count: int, seed: int) -> list[StepChoice]:
+    """``count`` steps of ``pool``, weight 1: a seeded sample without replacement, the
+    whole pool again (each pass sampled anew) while ``count`` is larger than it."""
+    rng = random.Random(seed)
+    chosen: list[tuple[str, str]] = []
+    while pool and len(chosen) < count:
+        chosen += rng.sample(list(pool), min(len(pool), count - len(chosen)))
+    return [StepChoice(ANCHOR, state, tactic, 1.0) for state, tactic in chosen]
+
+
 def step_example(tokenizer: Any, step: StepChoice, language: str) -> TrainExample:
     """One step as a learner example, tokenised as the prover's tactic examples are
     (the chat-wrapped tactic prompt in ``language``'s template; the tactic, then EOS)."""
@@ -162,9 +187,10 @@ def step_example(tokenizer: Any, step: StepChoice, language: str) -> TrainExampl
 
 
 def search_metrics(attempts: Sequence[Attempt], records: Mapping[str, SearchRecord],
-                   step_examples: int) -> dict[str, float]:
+                   step_examples: int, anchor_examples: int = 0) -> dict[str, float]:
     """The ``search/...`` keys of an iteration's metrics line: its committed search attempts
-    (``attempts`` with a record), what the searches found and cost, and the steps trained on."""
+    (``attempts`` with a record), what the searches found and cost, the found steps trained
+    on and the anchor steps replayed beside them."""
     mine = [records[a.id] for a in attempts if a.id in records]
     n = len(mine)
     return {"search/attempts": n,
@@ -177,4 +203,5 @@ def search_metrics(attempts: Sequence[Attempt], records: Mapping[str, SearchReco
             "search/tokens": sum(r.tokens for r in mine),
             "search/expanded": sum(r.expanded for r in mine),
             "search/mean_seconds": sum(r.seconds for r in mine) / n if n else 0.0,
-            "search/step_examples": step_examples}
+            "search/step_examples": step_examples,
+            "search/anchor_examples": anchor_examples}

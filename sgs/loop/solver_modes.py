@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sgs.config import SelfPlaySolverMode, SGSConfig
-from sgs.loop.context import RunContext
+from sgs.loop.context import RunContext, derived_seed
 from sgs.loop.prove import prove
 from sgs.loop.search_prove import prove_by_search
-from sgs.loop.search_steps import (STEP_OBJECTIVE, StepChoice, chosen_steps, read_search_records, search_metrics,
-                                   searches_path, step_example)
+from sgs.loop.search_steps import (STEP_OBJECTIVE, StepChoice, anchor_pool, anchor_steps, chosen_steps,
+                                   read_search_records, search_metrics, searches_path, step_example)
 from sgs.loop.train import SolverJob, chosen_attempts, sampled_solver_job, train_policies
 from sgs.machinery.learner import TrainExample
 from sgs.method.registry import objective
@@ -63,15 +63,28 @@ def chosen_search_steps(ctx: RunContext, iteration: int) -> list[StepChoice]:
     return chosen_steps(chosen, records, tactic_language(ctx.cfg.prover.backend).step_text)
 
 
+def replayed_anchor_steps(cfg: SGSConfig, iteration: int, found: int) -> list[StepChoice]:
+    """The anchor corpus's steps replayed beside ``found`` found steps in ``iteration``'s
+    update (``solver.anchor_corpus``; none without one, or without found steps)."""
+    solver = cfg.solver
+    if solver.anchor_corpus is None or not found:
+        return []
+    return anchor_steps(anchor_pool(solver.anchor_corpus), round(solver.anchor_ratio * found),
+                        derived_seed(cfg.seed, iteration, "anchor"))
+
+
 def searched_solver_job(ctx: RunContext, iteration: int) -> tuple[list[TrainExample], str]:
     tokenizer = ctx.rt.prompter.tokenizer
     language = ctx.cfg.prover.backend
-    return [step_example(tokenizer, step, language) for step in chosen_search_steps(ctx, iteration)], STEP_OBJECTIVE
+    steps = chosen_search_steps(ctx, iteration)
+    steps += replayed_anchor_steps(ctx.cfg, iteration, len(steps))
+    return [step_example(tokenizer, step, language) for step in steps], STEP_OBJECTIVE
 
 
 def searched_metrics(ctx: RunContext, iteration: int, attempts: Sequence[Attempt]) -> dict[str, Any]:
     records = read_search_records(searches_path(ctx.store.run_dir, iteration))
-    return search_metrics(attempts, records, len(chosen_search_steps(ctx, iteration)))
+    found = len(chosen_search_steps(ctx, iteration))
+    return search_metrics(attempts, records, found, len(replayed_anchor_steps(ctx.cfg, iteration, found)))
 
 
 #: The modes by ``solver.mode``.

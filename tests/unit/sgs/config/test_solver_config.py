@@ -38,6 +38,8 @@ def test_search_mode_reserves_a_cpu_per_search_worker():
     (["solver.search.width=-1"], "solver.search.width=-1 must be at least 0"),
     (["solver.search.workers=0"], "solver.search.workers=0 must be at least 1"),
     (["solver.search.width=0", "solver.search.finishers=[]"], "solver.search: width=0 and no finishers"),
+    (["solver.anchor_corpus=/no/such/corpus"], "solver.anchor_corpus='/no/such/corpus' is not a directory"),
+    (["solver.anchor_corpus=.", "solver.anchor_ratio=0"], "solver.anchor_ratio=0.0 must be positive"),
 ])
 def test_search_settings_are_checked_in_search_mode(overrides, problem):
     found = problems_of("solver.mode=search", *overrides)

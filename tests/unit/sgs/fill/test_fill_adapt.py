@@ -35,8 +35,9 @@ def test_the_self_play_key_follows_the_stage_before_and_its_own_settings(monkeyp
     assert key == selfplay_key("s1", replace(SETTINGS, minutes=99.0))   # already in the stage before's key
     changed = [selfplay_key("s2", SETTINGS), selfplay_key("s1", replace(SETTINGS, iterations=3)),
                selfplay_key("s1", replace(SETTINGS, method="rl")), selfplay_key("s1", replace(SETTINGS, seed=1)),
-               selfplay_key("s1", replace(SETTINGS, overrides=("method.num_solver_samples=4",)))]
-    assert len({key, *changed}) == 6
+               selfplay_key("s1", replace(SETTINGS, overrides=("method.num_solver_samples=4",))),
+               selfplay_key("s1", replace(SETTINGS, anchor_ratio=1.0))]
+    assert len({key, *changed}) == 7
     # the stage's fixed settings count too: a cache made with other defaults is not reused
     monkeypatch.setattr(adapt_module, "SELFPLAY_OVERRIDES", adapt_module.SELFPLAY_OVERRIDES[:-1])
     assert selfplay_key("s1", SETTINGS) != key
@@ -45,7 +46,7 @@ def test_the_self_play_key_follows_the_stage_before_and_its_own_settings(monkeyp
 def test_the_self_play_command_is_the_methods_experiment_at_the_laptop_scale(tmp_path):
     command = selfplay_command(replace(SETTINGS, method="rl", overrides=("method.num_solver_samples=4",)),
                                targets=tmp_path / "t.jsonl", start="/ckpt", run_dir=tmp_path / "run",
-                               allowed_axioms=("P.A.x'", "Top.y"))
+                               allowed_axioms=("P.A.x'", "Top.y"), corpus=tmp_path / "corpus")
     assert command[1:4] == ["-m", "sgs", "+experiment=reinforce_half_solver_only"]
     assert {"model=rocq_prover", "prover=rocq", "resources=local_cpu", "scale=laptop", "warmstart.mode=never",
             "evaluation.k=0", f"targets.source={tmp_path / 't.jsonl'}", "model.path=/ckpt", "iterations=2",
@@ -54,6 +55,10 @@ def test_the_self_play_command_is_the_methods_experiment_at_the_laptop_scale(tmp
     assert 'prover.allowed_axioms=["P.A.x\'","Top.y"]' in command
     assert command[-1] == "method.num_solver_samples=4"   # the user's settings last: they win
     assert ADAPT_METHODS["sgs"].experiment == "standard" and ADAPT_METHODS["supervised"].experiment is None
+    assert not any(item.startswith("solver.anchor") for item in command)
+    anchored = selfplay_command(replace(SETTINGS, anchor_ratio=0.5), targets=tmp_path / "t.jsonl", start="/ckpt",
+                                run_dir=tmp_path / "run", allowed_axioms=(), corpus=tmp_path / "corpus")
+    assert f'solver.anchor_corpus="{tmp_path / "corpus"}"' in anchored and "solver.anchor_ratio=0.5" in anchored
 
 
 def test_a_cache_folder_that_cannot_be_written_is_bad_input(tmp_path):
@@ -138,6 +143,8 @@ def test_adapt_without_proofs_skips_the_supervised_stage(tmp_path, monkeypatch):
     (["p", "--adapt", "1", "--adapt-minutes", "0"], "--adapt-minutes must be positive"),
     (["p", "--adapt", "1", "--proposer", "knn"], "--proposer knn does not use it"),
     (["p", "--adapt", "1", "--adapt-set", "noequals"], "--adapt-set takes KEY=VALUE"),
+    (["p", "--adapt-anchor", "1"], "--adapt-anchor go with --adapt ITERATIONS"),
+    (["p", "--adapt", "1", "--adapt-anchor", "0"], "--adapt-anchor must be a positive ratio, got 0"),
     (["p", "--adapt", "1", "--adapt-method", "ppo"], "invalid choice"),
     (["p", "--rounds", "automation,hammer"], "--rounds: unknown hammer"),
 ])
@@ -148,8 +155,9 @@ def test_bad_adapt_flags_are_refused_before_anything_runs(argv, message):
 
 def test_the_adapt_flags_become_the_settings(tmp_path):
     args = parse_args(["p", "--adapt", "3", "--adapt-method", "rl", "--adapt-minutes", "2.5", "--seed", "1",
-                       "--adapt-set", "a.b=1", "--adapt-cache", str(tmp_path / "c")])
-    assert args.adaptation == AdaptSettings(iterations=3, method="rl", minutes=2.5, seed=1, overrides=("a.b=1",))
+                       "--adapt-set", "a.b=1", "--adapt-cache", str(tmp_path / "c"), "--adapt-anchor", "0.5"])
+    assert args.adaptation == AdaptSettings(iterations=3, method="rl", minutes=2.5, seed=1, overrides=("a.b=1",),
+                                            anchor_ratio=0.5)
     assert args.adapt_cache == (tmp_path / "c").resolve()
     assert parse_args(["p"]).adaptation is None
 
@@ -225,8 +233,8 @@ def test_a_stopped_self_play_stage_resumes_in_its_own_run_directory(tmp_path, mo
 
     monkeypatch.setattr(adapt_module, "_bounded", fake_bounded)
     folder.mkdir()
-    stage = lambda: selfplay_stage(folder, tmp_path / "targets.jsonl", "/sup/checkpoint", (), SETTINGS,  # noqa: E731
-                                   log=lambda line: None)
+    stage = lambda: selfplay_stage(folder, tmp_path / "targets.jsonl", "/sup/checkpoint", (),  # noqa: E731
+                                   tmp_path / "corpus", SETTINGS, log=lambda line: None)
     with pytest.raises(AdaptError, match="ran past .* run again to resume it"):
         stage()
     with pytest.raises(AdaptError, match="exit 1.* run again to resume it"):

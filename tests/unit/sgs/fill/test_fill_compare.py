@@ -112,6 +112,9 @@ def test_each_arm_is_one_fill_command(tmp_path):
     assert rl[rl.index("--seed") + 1] == "1" and rl[rl.index("--time-per-lemma") + 1] == "10"
     supervised = fill_command(ARMS["c"], tmp_path, tmp_path, 0, **common)
     assert supervised[supervised.index("--adapt-method") + 1] == "supervised"
+    # the anchor goes to the arms that self-play only
+    assert fill_command(ARMS["d"], tmp_path, tmp_path, 0, **common, anchor=0.5)[-2:] == ["--adapt-anchor", "0.5"]
+    assert "--adapt-anchor" not in fill_command(ARMS["c"], tmp_path, tmp_path, 0, **common, anchor=0.5)
 
 
 def test_a_rerun_skips_what_is_done_and_unseeded_arms_run_once():

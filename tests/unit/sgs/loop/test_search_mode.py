@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from types import SimpleNamespace
 
 import pytest
@@ -18,9 +19,10 @@ from sgs.config import SelfPlaySolverMode
 from sgs.loop.context import Problem
 from sgs.loop.search_prove import (NOT_FOUND, SearchAttempts, search_attempt, search_settings, search_verdict,
                                    tactic_sampling)
-from sgs.loop.search_steps import (STEP_OBJECTIVE, SearchRecord, StepChoice, chosen_steps, read_search_records,
-                                   search_metrics, search_record, searches_path, step_example)
-from sgs.loop.solver_modes import SOLVER_MODES, generation_counts, solver_mode
+from sgs.loop.search_steps import (ANCHOR, STEP_OBJECTIVE, SearchRecord, StepChoice, anchor_pool, anchor_steps,
+                                   chosen_steps, read_search_records, search_metrics, search_record, searches_path,
+                                   step_example)
+from sgs.loop.solver_modes import SOLVER_MODES, generation_counts, replayed_anchor_steps, solver_mode
 from sgs.method.registry import objective, weighted_nll
 from sgs.method.roles import PromptSet
 from sgs.search.languages import LEAN_FINISHERS, TACTIC_LANGUAGES
@@ -223,10 +225,44 @@ def test_the_metrics_of_an_iterations_searches(cfg):
                "a2": search_record("a2", PROBLEM.id, NOTHING, NOT_FOUND, False),
                "a3": search_record("a3", PROBLEM.id, DIED, "system_error", False),
                "gone": search_record("gone", PROBLEM.id, FOUND, "valid", True)}  # no committed attempt
-    assert search_metrics(attempts, records, step_examples=2) == {
+    assert search_metrics(attempts, records, step_examples=2, anchor_examples=3) == {
         "search/attempts": 4, "search/found": 2, "search/pool_checked": 1, "search/proved": 1,
         "search/system_errors": 1, "search/model_calls": 6, "search/samples": 12, "search/tokens": 39,
-        "search/expanded": 6, "search/mean_seconds": 4.5 / 4, "search/step_examples": 2}
+        "search/expanded": 6, "search/mean_seconds": 4.5 / 4, "search/step_examples": 2,
+        "search/anchor_examples": 3}
+
+
+POOL = (("s1", "intros."), ("s2", "lia."), ("s3", "auto."))
+
+
+def test_anchor_steps_sample_the_pool_without_replacement_then_pass_over_it_again():
+    assert anchor_steps(POOL, 0, seed=1) == [] and anchor_steps((), 5, seed=1) == []
+    two = anchor_steps(POOL, 2, seed=1)
+    assert len({s.state for s in two}) == 2 and all((s.problem_id, s.weight) == (ANCHOR, 1.0) for s in two)
+    assert anchor_steps(POOL, 2, seed=1) == two                      # seeded
+    seven = anchor_steps(POOL, 7, seed=1)
+    # two whole passes over the three steps, then one more: each step two or three times
+    assert sorted(Counter(s.state for s in seven).values()) == [2, 2, 3]
+    assert {(s.state, s.tactic) for s in seven} == set(POOL)
+
+
+def test_anchors_are_replayed_in_proportion_to_the_found_steps_only_with_a_corpus(cfg, tmp_path):
+    from sgs.corpus.records import FileRecord, Step, TheoremRecord, shard_path, write_shard
+    goals = "n : nat\n============================\nn + 0 = n"
+    theorem = TheoremRecord(library="lib", file="A.v", name="t", line=1, statement="Lemma t n : n + 0 = n.",
+                            proof="Proof.\nintros.\nlia.\nQed.", ending="Qed", split="train",
+                            steps=[Step(tactic=t, kind="tactic", goals=goals, num_goals=1, line=i + 2)
+                                   for i, t in enumerate(["intros.", "lia."])])
+    write_shard(shard_path(tmp_path, "lib", "A.v"),
+                FileRecord(library="lib", file="A.v", module="Lib.A", split="train", status="ok", theorems=1),
+                [theorem])
+    assert [(state, tactic) for state, tactic in anchor_pool(str(tmp_path))] == [(goals, "intros."), (goals, "lia.")]
+    assert replayed_anchor_steps(cfg, 0, found=4) == []                                     # no anchor corpus
+    anchored = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, anchor_corpus=str(tmp_path),
+                                                                   anchor_ratio=0.5))
+    assert replayed_anchor_steps(anchored, 0, found=0) == []                                # no update: no anchors
+    assert [s.tactic for s in replayed_anchor_steps(anchored, 0, found=3)] in (["intros.", "lia."],
+                                                                               ["lia.", "intros."])
 
 
 def test_generations_count_a_search_as_its_model_calls():
