@@ -97,7 +97,8 @@ def check_run(run_dir: Path, iterations: int, conjectures_per_target: int, k: in
 
 #: the summary line of a ``solver.mode=search`` run
 SEARCH_SUMMARY = re.compile(r"search \(solver\.mode=search\): (\d+) search attempts, (\d+) found a proof, (\d+) "
-                            r"re-checked valid by the verifier pool, (\d+) tactic steps trained on; (\d+) model calls")
+                            r"re-checked valid by the verifier pool, (\d+) tactic steps trained on"
+                            r"(?: \(and (\d+) anchor steps of solver\.anchor_corpus\))?; (\d+) model calls")
 
 
 def check_search_run(run_dir: Path, console: str, attempts_per_problem: int, width: int) -> None:
@@ -110,7 +111,7 @@ def check_search_run(run_dir: Path, console: str, attempts_per_problem: int, wid
 
     said = SEARCH_SUMMARY.search(console)
     assert said, console[-3000:]
-    attempts_said, found_said, proved_said, steps_said, calls_said = map(int, said.groups())
+    attempts_said, found_said, proved_said, steps_said, anchors_said, calls_said = (int(n or 0) for n in said.groups())
     store = Store.open(run_dir, None, yaml.safe_load((run_dir / "config.yaml").read_text()))
     try:
         attempts, conjectures = store.attempts(0), store.conjectures(0)
@@ -130,7 +131,8 @@ def check_search_run(run_dir: Path, console: str, attempts_per_problem: int, wid
         assert metrics["search/tokens"] >= metrics["search/samples"] == width * calls_said
         # REINFORCE takes every accepted proof: the Solver trained on all of their steps.
         assert steps_said == sum(len(records[a.id].steps) for a in verified) == metrics["search/step_examples"]
+        assert anchors_said == metrics["search/anchor_examples"]
         numbers = json.loads((store.checkpoint_dir("solver", 0) / TRAIN_METRICS_FILE).read_text())
-        assert numbers["num_examples"] == steps_said
+        assert numbers["num_examples"] == steps_said + anchors_said   # the anchors train in the same update
     finally:
         store.close()

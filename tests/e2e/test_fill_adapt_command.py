@@ -63,8 +63,10 @@ def fill(project: Path, tmp: Path, *flags: str, timeout: float = 1500) -> subpro
 
 
 def adapt_flags(cache: Path, rounds: str = "search") -> list[str]:
-    # by default the model's round alone, so that the proof (the search's finishers find one) names the checkpoint
+    # by default the model's round alone, so that the proof (the search's finishers find one) names the checkpoint;
+    # the project's own steps replayed beside the found ones (one per found step)
     return ["--adapt", "1", "--adapt-minutes", "0.1", "--adapt-cache", str(cache), "--rounds", rounds,
+            "--adapt-anchor", "1",
             "--time-per-lemma", "20", "--workers", "2", *(f"--adapt-set={item}" for item in SMALL)]
 
 
@@ -90,6 +92,10 @@ def test_the_adapted_checkpoint_is_made_and_proposes(adapted):
     assert (Path(stages["sgs"]["checkpoint"]) / "config.json").is_file()
     [log] = (tmp / "cache").glob("*/sgs-*/selfplay.log")
     check_search_run(log.parent / "run", log.read_text(), attempts_per_problem=ATTEMPTS, width=WIDTH)
+    metrics = [json.loads(line) for line in (log.parent / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert metrics[0]["search/step_examples"] > 0       # lia proves every target at the root
+    assert metrics[0]["search/anchor_examples"] == metrics[0]["search/step_examples"]
+    assert "anchor steps of solver.anchor_corpus" in log.read_text()
     # the self-play's targets: the three proved lemmas of A.v, twice, and the admitted double_zero
     [targets] = (tmp / "cache").glob("*/targets.jsonl")
     ids = {json.loads(line)["id"] for line in targets.read_text().splitlines()}
