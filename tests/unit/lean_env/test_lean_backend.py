@@ -183,7 +183,9 @@ def test_a_hung_prover_times_out_and_its_process_group_is_killed(tmp_path):
         pid = backend.pid
         verdict = backend.check_proof(mathlib_task(1), timeout=timeout)
         assert (verdict.status, verdict.reason) == (Status.TIMEOUT, "timeout")
-        assert verdict.seconds < 1.5 * timeout
+        # ended by its deadline, not by the hang (which never ends): a bound, not a speed, so that a
+        # loaded machine's slow kill and restart do not fail it
+        assert verdict.seconds < timeout + 10
         assert gone(pid)
         assert wait_for(lambda: child_file.exists() and gone(int(child_file.read_text())))
         # the next proof gets a fresh process
