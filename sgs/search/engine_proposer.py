@@ -8,9 +8,9 @@ an actor start tens of seconds on a loaded machine):
   ``prompt(state)`` is the tactic prompt (:func:`sgs.prover.model_tactics.tactic_prompt`,
   the prompt the prover model was trained on, in the proof language's
   template); ``answer(completions)`` cuts each sampled completion to its
-  first tactic (the language's ``first_tactic``,
-  :mod:`sgs.search.languages`: a model may go on past one tactic), drops repeats (:func:`sgs.prover.steps.tactic_key`) and
-  ranks the tactics by their real log-probabilities: the sum of the sampled
+  first tactic (the language's ``first_tactic``, :mod:`sgs.search.languages`:
+  a model may go on past one tactic), drops repeats
+  (:func:`sgs.prover.steps.tactic_key`) and ranks the tactics by their real log-probabilities: the sum of the sampled
   tokens' log-probabilities up to the tactic's last character, the tokens
   after the cut left out.  Unlike :class:`~sgs.search.proposers.RankedProposer`'s
   rank prior, these scores compare across states, so best-first search
