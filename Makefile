@@ -61,11 +61,13 @@ proof-rate: setup
 # supervised, (d) SGS, (e) RL-only adaptation, (k) the k-NN, two seeds where they sample or
 # train; resumable (results appended per project/arm/seed; a rerun skips what is done);
 # the table in runs/fill_compare/table.md.  Its duration: docs/fill.md, "Does learning pay"
+# The results are kept in the repository (docs/fill_compare.jsonl), the scratch folder is not.
 FILL_COMPARE_DIR ?= runs/fill_compare
+FILL_COMPARE_RESULTS ?= docs/fill_compare.jsonl
 FILL_COMPARE_ARGS ?=
 fill-compare: setup
 	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(PY) -m sgs.fill.compare --out $(FILL_COMPARE_DIR) \
-	    --projects $(ROCQ_PROJECTS) $(FILL_COMPARE_ARGS)
+	    --results $(FILL_COMPARE_RESULTS) --projects $(ROCQ_PROJECTS) $(FILL_COMPARE_ARGS)
 
 # the suite on TEST_WORKERS pytest-xdist workers, a test file per worker at a
 # time; every test but the few marked `full` (what CI runs; its time: docs/results.md, "The test suite")

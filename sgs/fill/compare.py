@@ -17,7 +17,9 @@ the fill's default, the k-NN on the project's own proofs.  The arms whose
 method samples run once per ``--seeds``.
 
 Resumable: each finished (project, arm, seed) is one line of
-``<out>/results.jsonl``, and a rerun skips those; a failed fill goes to
+``<out>/results.jsonl`` (or ``--results``: a file kept apart from the
+scratch folder, so that the measurements outlive it), and a rerun skips
+those; a failed fill goes to
 ``<out>/failures.jsonl`` and is tried again on the next run.  The adapted
 checkpoints are kept in ``<out>/adapt_cache`` (so (d) and (e) reuse (c)'s
 supervised stage of the same seed).  ``--table`` writes ``<out>/table.md``.
@@ -311,7 +313,8 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = _Parser(prog="python -m sgs.fill.compare", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="results folder (resumed when it has results)")
+    parser.add_argument("--out", type=Path, required=True, help="work folder (resumed when it has results)")
+    parser.add_argument("--results", type=Path, help="the results file (default <out>/results.jsonl)")
     parser.add_argument("--projects", type=Path, default=DEFAULT_PROJECTS, help="a folder of project folders")
     parser.add_argument("--only", help="these project folders only (comma-separated names)")
     parser.add_argument("--arms", default=",".join(ARMS), help=f"of {', '.join(ARMS)} (default all)")
@@ -355,7 +358,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def run(args: argparse.Namespace) -> int:
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    results, failures = out / "results.jsonl", out / "failures.jsonl"
+    results, failures = (args.results or out / "results.jsonl").resolve(), out / "failures.jsonl"
+    results.parent.mkdir(parents=True, exist_ok=True)
 
     def log(line: str) -> None:
         print(f"[{datetime.datetime.now(datetime.timezone.utc):%H:%M:%S}] {line}", flush=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sgs.fill.compare import (ARMS, UsageError, admit_text, draw, eligible, fill_command, parse_args, parse_suggestions,
-                              pending, table)
+                              pending, run, table)
 from sgs.state.rocq_declarations import find_declarations
 
 FILE = """\
@@ -133,6 +133,19 @@ def test_the_table_has_a_cell_per_project_and_arm():
              "adaptation": [{"wall_seconds": 60.0}, {"wall_seconds": 300.0}]}]
     assert table(rows, ["a", "b", "d"]).splitlines()[:3] == [
         "| project | admitted | (a) | (d) |", "|---|---|---|---|", "| p | 8 | 2 | 3.5 (3, 4); 5.0 min |"]
+
+
+def test_results_kept_apart_from_the_work_folder_are_what_the_table_reads(tmp_path: Path, capsys):
+    (tmp_path / "projects" / "p").mkdir(parents=True)
+    kept = tmp_path / "kept" / "results.jsonl"
+    kept.parent.mkdir()
+    kept.write_text('{"project": "p", "arm": "k", "seed": 0, "admitted": 5, "proved": 2, "adaptation": null}\n')
+    args = parse_args(["--out", str(tmp_path / "scratch"), "--results", str(kept),
+                       "--projects", str(tmp_path / "projects"), "--table"])
+    assert run(args) == 0
+    assert "| p | 5 | 2 |" in (tmp_path / "scratch" / "table.md").read_text()
+    assert not (tmp_path / "scratch" / "results.jsonl").exists()
+    assert "| p | 5 | 2 |" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, message", [
