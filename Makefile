@@ -58,10 +58,11 @@ proof-rate: setup
 
 # issue 46's comparison (not in CI): a seeded 25% of each shared project's traced lemmas
 # admitted in a copy, then sgs.fill's arms (a) baselines, (b) the shipped prover, (c)
-# supervised, (d) SGS, (e) RL-only adaptation, (k) the k-NN, two seeds where they sample or
-# train; resumable (results appended per project/arm/seed; a rerun skips what is done);
-# the table in runs/fill_compare/table.md.  Its duration: docs/fill.md, "Does learning pay"
-# The results are kept in the repository (docs/fill_compare.jsonl), the scratch folder is not.
+# supervised, (d) SGS, (e) RL-only adaptation, (k) the k-NN, (m) the k-NN beside (c)'s
+# model, two seeds where they sample or train; resumable (results appended per
+# project/arm/seed to docs/fill_compare.jsonl, kept in the repository as the scratch folder
+# is not; a rerun skips what is done); the table in runs/fill_compare/table.md.  Its
+# duration: docs/fill.md, "Does learning pay"
 FILL_COMPARE_DIR ?= runs/fill_compare
 FILL_COMPARE_RESULTS ?= docs/fill_compare.jsonl
 FILL_COMPARE_ARGS ?=

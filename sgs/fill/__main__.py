@@ -1,7 +1,8 @@
 """``python -m sgs.fill PROJECT_DIR``: prove the lemmas a Rocq project left ``Admitted``.
 
     python -m sgs.fill PROJECT_DIR [--out report.jsonl] [--time-per-lemma 60] [--workers 2]
-        [--write] [--admits] [--names a,b] [--proposer auto|knn|model] [--build-dir DIR]
+        [--write] [--admits] [--names a,b] [--proposer auto|knn|model|knn+model]
+        [--build-dir DIR]
         [--adapt ITERATIONS [--adapt-minutes M] [--adapt-method sgs|rl|supervised] [--adapt-anchor RATIO]
          [--adapt-set KEY=VALUE] [--adapt-cache DIR]] [--rounds automation,sauto,sample,search] [--seed N]
 
@@ -16,7 +17,8 @@ JSON line per lemma to ``--out`` and a readable ``.md`` beside it
 builds (:mod:`sgs.fill.write`).  ``--adapt ITERATIONS`` first learns the
 project (:mod:`sgs.fill.adapt`: supervised steps on its proofs, then
 self-play on its lemmas), and the model proposes from the adapted
-checkpoint.  docs/fill.md has the details.
+checkpoint (``--proposer knn+model``: the model and the k-NN on the
+project's proofs taking turns).  docs/fill.md has the details.
 
 Exit status: 0 done; 1 ``--write`` refused because the project does not
 build with the proofs (the report says why; no file changed); 2 bad input,
@@ -50,6 +52,7 @@ from sgs.fill.admitted import FillTarget, NotFillable, allowed_names, find_admit
 from sgs.fill.project import find_project, source_hashes
 from sgs.fill.attempts import DEFAULT_ROUNDS, ROUNDS, attempt_all, recheck_all
 from sgs.fill.report import Row, counts, jsonl, markdown, summary_line
+from sgs.prover.accuracy import LEARN_FROM_CORPUS, PREDICTORS, USE_THE_CHECKPOINT
 from sgs.fill.write import Edit, WriteError, build_written, check_writable, replace_files
 from sgs.state.files import atomic_write
 from sgs.state.rocq_project import BuildError, Project, ProjectError, build, default_build_dir
@@ -81,10 +84,12 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--admits", action="store_true",
                         help="also lemmas with tactics (an admit, say) before their Admitted")
     parser.add_argument("--names", help="only these admitted lemmas (comma-separated names or logical paths)")
-    parser.add_argument("--proposer", choices=("auto", "knn", "model"), default="auto",
+    parser.add_argument("--proposer", choices=("auto", *PREDICTORS), default="auto",
                         help="what proposes tactics to the search: the k-NN learner on the project's own "
-                             "proofs, the shipped model, or (auto) the k-NN when the project has proofs")
-    parser.add_argument("--checkpoint", default="pkg://sgs/data/rocq_prover", help="the model (--proposer model)")
+                             "proofs, the shipped (or adapted) model, both taking turns, or (auto) the k-NN "
+                             "when the project has proofs and the model after --adapt")
+    parser.add_argument("--checkpoint", default="pkg://sgs/data/rocq_prover",
+                        help="the model (--proposer model or knn+model)")
     parser.add_argument("--build-dir", type=Path, help="where to build (default: ~/.cache/sgs/rocq_projects/...)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel make jobs (default 2)")
     parser.add_argument("--rounds", default=",".join(DEFAULT_ROUNDS),
@@ -131,8 +136,8 @@ def _check_adapt(args: argparse.Namespace) -> None:
         if given:
             raise UsageError(f"{', '.join(given)} go with --adapt ITERATIONS")
         return
-    if args.proposer == "knn":
-        raise UsageError("--adapt adapts the model, and --proposer knn does not use it")
+    if args.proposer not in ("auto", *USE_THE_CHECKPOINT):
+        raise UsageError(f"--adapt adapts the model, and --proposer {args.proposer} does not use it")
     if args.adapt < 1:
         raise UsageError(f"--adapt must be a positive number of self-play iterations, got {args.adapt}")
     minutes = 5.0 if args.adapt_minutes is None else args.adapt_minutes
@@ -211,15 +216,22 @@ def _prepare(args: argparse.Namespace):
     return project, hashes, texts, targets, problems, build_dir
 
 
-def _proposer_corpus(args, project: Project, build_dir: Path) -> Optional[Path]:
-    """The k-NN's memory of the project's proofs, or None for the model (and for
-    ``auto`` after ``--adapt``: the adapted model is what the adaptation is for)."""
-    if args.proposer == "model" or (args.proposer == "auto" and args.adaptation is not None):
-        return None
+def _proposer(args, project: Project, build_dir: Path) -> tuple[str, Optional[Path]]:
+    """What proposes to the search (a predictor of :data:`PREDICTORS`) and the k-NN's
+    memory of the project's proofs (None when it has no part).  ``auto``: the k-NN, or
+    the model after ``--adapt`` (the adapted model is what the adaptation is for) or when
+    the project has no proof to learn from; ``knn+model`` without such proofs is the model."""
+    chosen = args.proposer
+    if chosen == "auto":
+        chosen = "model" if args.adaptation is not None else "knn"
+    if chosen not in LEARN_FROM_CORPUS:
+        return chosen, None
     from sgs.fill.knowledge import project_steps
     corpus, steps = project_steps(project, build_dir)
     print(f"the project's own proofs: {steps} tactic steps", file=sys.stderr)
-    return corpus if steps or args.proposer == "knn" else None
+    if steps or args.proposer == "knn":
+        return chosen, corpus
+    return "model", None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -234,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
         adaptation = adapt(project, build_dir, targets, load_path, rocq_options["allowed_axioms"], args.adaptation,
                            cache=args.adapt_cache, log=lambda line: print(line, file=sys.stderr))
         args.checkpoint = adaptation.checkpoint
-    corpus = _proposer_corpus(args, project, build_dir) if targets else None
+    predictor, corpus = _proposer(args, project, build_dir) if targets else ("model", None)
 
     # a busy machine's raylet may take longer than Ray's default minute to register
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "300")
@@ -246,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
              log_to_driver=False, runtime_env=own_cluster_runtime_env())
     try:
         outcomes = attempt_all(tasks, seconds=args.time_per_lemma, workers=args.workers, rocq_options=rocq_options,
-                               knn_corpus=corpus, checkpoint=args.checkpoint, rounds=args.rounds, seed=args.seed,
+                               predictor=predictor, knn_corpus=corpus, checkpoint=args.checkpoint, rounds=args.rounds, seed=args.seed,
                                progress=lambda line: print(line, file=sys.stderr))
         # the baselines' proofs were checked by the verifier pool already (sauto's with CoqHammer
         # loaded); a search's or a sample's proof was checked by its worker's own backend, so the
@@ -294,9 +306,10 @@ def run(args: argparse.Namespace) -> int:
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = "python -m sgs.fill " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     model = f"the adapted model ({args.checkpoint})" if adaptation else f"the model {args.checkpoint}"
+    proposers = {"knn": "k-NN on the project's proofs", "model": model,
+                 "knn+model": f"k-NN on the project's proofs and {model}, taking turns"}
     settings = {"time per lemma": f"{args.time_per_lemma:g} s", "workers": args.workers,
-                "rounds": ",".join(args.rounds),
-                "proposer": "k-NN on the project's proofs" if corpus else model}
+                "rounds": ",".join(args.rounds), "proposer": proposers[predictor]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(args.out, jsonl(rows))
     stages = [stage.describe() for stage in adaptation.stages] + list(adaptation.notes) if adaptation else []

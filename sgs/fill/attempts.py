@@ -14,7 +14,8 @@ also what the earlier rounds left unused of that lemma's time:
    (:mod:`sgs.prover.sampling`), the paper's Solver mode;
 4. ``search``: best-first tactic search (:mod:`sgs.search`) with the
    finishers, the k-NN learner proposing from the project's own proofs
-   (:mod:`sgs.fill.knowledge`) or the checkpoint.
+   (:mod:`sgs.fill.knowledge`), the checkpoint, or both taking turns
+   (``knn+model``, :class:`sgs.search.proposers.Interleaved`).
 
 These are :mod:`sgs.prover.proof_rate`'s runners, as ``python -m sgs.prover
 proof-rate`` runs them.  The baselines' and the samples' proofs are whole
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from lean_env.verdict import ProofTask, Status
+from sgs.prover.accuracy import USE_THE_CHECKPOINT
 from sgs.prover.baselines import BASELINES, HAMMER_TACTICS
 from sgs.prover.proof_rate import SearchProver, run_baseline, run_search
 from sgs.search.settings import ROCQ_FINISHERS
@@ -40,12 +42,15 @@ __all__ = ["DEFAULT_ROUNDS", "PLANS", "SHARES", "ROUNDS", "Outcome", "attempt_al
            "search_seconds"]
 
 #: the rounds, in order, and each one's share of a lemma's time, by what proposes to the
-#: search: the k-NN (no checkpoint to sample from), or the model (whose whole proofs may be
-#: sampled first, when that round is asked for).  The search comes last in each, as it
-#: takes what the others leave (:func:`search_seconds`)
+#: search (a predictor of :data:`sgs.prover.accuracy.PREDICTORS`): the k-NN (no checkpoint
+#: to sample from), or a model, alone or beside the k-NN (whose whole proofs may be sampled
+#: first, when that round is asked for).  The search comes last in each, as it takes what
+#: the others leave (:func:`search_seconds`)
+_WITH_A_MODEL = {"automation": 0.25, "sauto": 0.15, "sample": 0.2, "search": 0.4}
 PLANS: dict[str, dict[str, float]] = {
     "knn": {"automation": 0.3, "sauto": 0.2, "search": 0.5},
-    "model": {"automation": 0.25, "sauto": 0.15, "sample": 0.2, "search": 0.4},
+    "model": _WITH_A_MODEL,
+    "knn+model": _WITH_A_MODEL,
 }
 SHARES = PLANS["knn"]
 #: every round's name
@@ -88,13 +93,13 @@ class Outcome:
         return None
 
 
-def attempt_all(tasks: Sequence[ProofTask], *, seconds: float, workers: int, rocq_options: dict,
+def attempt_all(tasks: Sequence[ProofTask], *, seconds: float, workers: int, rocq_options: dict, predictor: str,
                 knn_corpus: Optional[Path], checkpoint: str, rounds: Sequence[str] = DEFAULT_ROUNDS, seed: int = 0,
                 progress: Callable[[str], None] = lambda line: None) -> dict[str, Outcome]:
-    """Every task's outcome, by id (see the module docstring): the plan's rounds that
+    """Every task's outcome, by id (see the module docstring): the plan of ``predictor``
+    (what proposes to the search; the k-NN's memory is ``knn_corpus``), its rounds that
     ``rounds`` names, each with its share of ``seconds``; ``seed`` seeds the samples."""
     outcomes = {task.id: Outcome() for task in tasks}
-    predictor = "knn" if knn_corpus is not None else "model"
     plan = PLANS[predictor]
 
     def open_tasks() -> list[ProofTask]:
@@ -108,7 +113,7 @@ def attempt_all(tasks: Sequence[ProofTask], *, seconds: float, workers: int, roc
             outcome.count(statuses)
             if proof is not None and outcome.proof is None:
                 outcome.proof, outcome.prover = proof, prover
-                if prover in MODEL_ROUNDS and predictor == "model":
+                if prover in MODEL_ROUNDS and predictor in USE_THE_CHECKPOINT:
                     outcome.checkpoint = checkpoint
         return record
 

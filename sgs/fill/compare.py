@@ -1,7 +1,7 @@
 """``python -m sgs.fill.compare``: does learning a project pay?  (issue 46, section 3)
 
     python -m sgs.fill.compare --out runs/fill_compare [--projects DIR] [--only propcalc,search-trees]
-        [--arms a,b,c,d,e,k] [--seeds 0,1] [--fraction 0.25] [--draw-seed 0] [--time-per-lemma 30]
+        [--arms a,b,c,d,e,k,m] [--seeds 0,1] [--fraction 0.25] [--draw-seed 0] [--time-per-lemma 30]
         [--workers 2] [--adapt-iterations 2] [--adapt-minutes 5] [--adapt-anchor RATIO] [--adapt-set KEY=VALUE]
     python -m sgs.fill.compare --out runs/fill_compare --table      # the table of what is done
 
@@ -12,8 +12,9 @@ keeps with the project's axioms allowed) of its proved lemmas is turned into
 then every arm (:data:`ARMS`) fills the copy with ``python -m sgs.fill`` at
 the same ``--time-per-lemma``: (a) the learning-free baselines alone, (b)
 the shipped prover, (c) after supervised adaptation, (d) after SGS self-play
-adaptation, (e) after RL-only adaptation with the same iterations, and (k)
-the fill's default, the k-NN on the project's own proofs.  The arms whose
+adaptation, (e) after RL-only adaptation with the same iterations, (k)
+the fill's default, the k-NN on the project's own proofs, and (m) the k-NN
+and (c)'s model taking turns.  The arms whose
 method samples run once per ``--seeds``.
 
 Resumable: each finished (project, arm, seed) is one line of
@@ -87,6 +88,8 @@ ARMS: dict[str, Arm] = {
     "d": Arm("SGS self-play adaptation (after the supervised stage)", ("--proposer", "model"), "sgs"),
     "e": Arm("RL-only adaptation, same iterations (after the supervised stage)", ("--proposer", "model"), "rl"),
     "k": Arm("the fill's default: k-NN on the project's own proofs", ("--proposer", "knn"), seeded=False),
+    # whether the adaptation adds to the learning-free k-NN rather than replacing it
+    "m": Arm("k-NN and the supervised-adapted model taking turns", ("--proposer", "knn+model"), "supervised"),
 }
 
 

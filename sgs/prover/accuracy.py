@@ -39,7 +39,7 @@ from sgs.corpus.records import TheoremRecord, shards
 from sgs.prover.knn import KnnTactics
 from sgs.prover.steps import load_steps, load_theorems, tactic_key, theorem_steps
 
-__all__ = ["Predictor", "OnlinePredictor", "PREDICTORS", "LEARN_FROM_CORPUS", "Tally", "Report", "evaluate", "main"]
+__all__ = ["Predictor", "OnlinePredictor", "PREDICTORS", "LEARN_FROM_CORPUS", "USE_THE_CHECKPOINT", "Tally", "Report", "evaluate", "main"]
 
 #: the guesses each step is scored on (top-10 needs 10)
 GUESSES = 10
@@ -98,6 +98,8 @@ PREDICTORS: dict[str, Callable[[Path, str], Predictor]] = {
 }
 #: the predictors that learn from the corpus's training split (a model reads it only for premises)
 LEARN_FROM_CORPUS = frozenset({"knn", "knn+model"})
+#: the predictors that propose from the model checkpoint
+USE_THE_CHECKPOINT = frozenset({"model", "knn+model"})
 
 
 @dataclass

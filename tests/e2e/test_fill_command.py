@@ -84,7 +84,9 @@ def filled(tmp_path_factory, require_rocq):
     tmp = tmp_path_factory.mktemp("fill")
     project = make_project(tmp / "project", {"A.v": A, "B.v": B})
     out = tmp / "out" / "report.jsonl"
-    result = fill(project, tmp, "--out", str(out), "--time-per-lemma", "12", "--workers", "2", "--write")
+    # the k-NN on the project's proofs and the shipped model taking turns in the search
+    result = fill(project, tmp, "--out", str(out), "--time-per-lemma", "12", "--workers", "2", "--write",
+                  "--proposer", "knn+model")
     return project, out, result
 
 
@@ -102,6 +104,7 @@ def test_every_admitted_lemma_gets_a_line_and_the_summary_counts_them(filled):
     assert result.stdout.strip().splitlines()[-1].startswith(f"proved {proved} of 3 admitted lemmas")
     page = out.with_suffix(".md").read_text()
     assert "# sgs.fill:" in page and "`bogus`" in page and "--write: wrote" in page
+    assert "k-NN on the project's proofs and the model pkg://sgs/data/rocq_prover, taking turns" in page
 
 
 def test_write_puts_the_proofs_in_keeps_the_originals_and_the_project_builds(filled, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, replace
+from pathlib import Path
 
 import pytest
 
@@ -142,6 +143,7 @@ def test_adapt_without_proofs_skips_the_supervised_stage(tmp_path, monkeypatch):
     (["p", "--adapt-minutes", "3"], "--adapt-minutes go with --adapt ITERATIONS"),
     (["p", "--adapt", "1", "--adapt-minutes", "0"], "--adapt-minutes must be positive"),
     (["p", "--adapt", "1", "--proposer", "knn"], "--proposer knn does not use it"),
+    (["p", "--proposer", "gpt"], "invalid choice"),
     (["p", "--adapt", "1", "--adapt-set", "noequals"], "--adapt-set takes KEY=VALUE"),
     (["p", "--adapt-anchor", "1"], "--adapt-anchor go with --adapt ITERATIONS"),
     (["p", "--adapt", "1", "--adapt-anchor", "0"], "--adapt-anchor must be a positive ratio, got 0"),
@@ -195,14 +197,37 @@ def test_the_rounds_run_in_order_and_a_model_proof_names_its_checkpoint(monkeypa
     monkeypatch.setattr(attempts, "run_search", search)
     monkeypatch.setattr(attempts, "_sample", lambda todo, **kw: calls.append(("sample", [t.id for t in todo],
                                                                              kw["seconds"])))
-    outcomes = attempts.attempt_all(tasks, seconds=10.0, workers=2, rocq_options={}, knn_corpus=None,
-                                    checkpoint="/ckpt", rounds=("automation", "sample", "search"))
+    outcomes = attempts.attempt_all(tasks, seconds=10.0, workers=2, rocq_options={}, predictor="model",
+                                    knn_corpus=None, checkpoint="/ckpt", rounds=("automation", "sample", "search"))
     # The search gets what the rounds before left: 10 s less the automation's 1 s (sampling, faked, spent none).
     assert [(ids, seconds) for _, ids, seconds in calls] == [(["a", "b", "c"], 2.5), (["b", "c"], 2.0),
                                                              (["b", "c"], [9.0, 9.0])]
     assert (outcomes["a"].prover, outcomes["a"].checkpoint) == ("automation", None)
     assert (outcomes["b"].prover, outcomes["b"].checkpoint, outcomes["b"].seconds) == ("search", "/ckpt", 3.0)
     assert outcomes["c"].proof is None and outcomes["c"].statuses == {"invalid": 1, "valid": 1}
+
+
+@pytest.mark.parametrize("predictor, checkpoint", [("knn", None), ("knn+model", "/ckpt")])
+def test_the_k_nn_alone_or_beside_the_model_proposes_from_the_projects_proofs(monkeypatch, predictor, checkpoint):
+    """The search is asked for ``predictor`` with the k-NN's memory; a proof it finds names the
+    checkpoint only when the model took part."""
+    from lean_env.verdict import ProofTask
+    from sgs.fill import attempts
+
+    asked = []
+
+    def search(prover, todo, *, seconds, workers, corpus, checkpoint, record, rocq_options):
+        asked.append((prover.predictor, corpus, [seconds(t) for t in todo]))
+        for task in todo:
+            record(task, "Proof. auto. Qed.", 2.0, {"valid": 1})
+
+    monkeypatch.setattr(attempts, "run_search", search)
+    outcomes = attempts.attempt_all([ProofTask("a", "", "Lemma a : True.", "")], seconds=10.0, workers=1,
+                                    rocq_options={}, predictor=predictor, knn_corpus=Path("/memory"),
+                                    checkpoint="/ckpt", rounds=("search",))
+    # the rounds left out hand their shares to the search: the whole 10 s
+    assert asked == [(predictor, Path("/memory"), [10.0])]
+    assert (outcomes["a"].prover, outcomes["a"].checkpoint) == ("search", checkpoint)
 
 
 def test_the_search_gets_what_the_rounds_before_left_and_at_least_its_share():

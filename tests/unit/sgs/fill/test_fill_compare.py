@@ -112,6 +112,10 @@ def test_each_arm_is_one_fill_command(tmp_path):
     assert rl[rl.index("--seed") + 1] == "1" and rl[rl.index("--time-per-lemma") + 1] == "10"
     supervised = fill_command(ARMS["c"], tmp_path, tmp_path, 0, **common)
     assert supervised[supervised.index("--adapt-method") + 1] == "supervised"
+    # (m): the same supervised stage (the cache's key does not hold the proposer), the k-NN beside it
+    beside = fill_command(ARMS["m"], tmp_path, tmp_path, 0, **common)
+    assert beside[beside.index("--proposer") + 1] == "knn+model"
+    assert beside[beside.index("--adapt-method") + 1] == "supervised"
     # the anchor goes to the arms that self-play only
     assert fill_command(ARMS["d"], tmp_path, tmp_path, 0, **common, anchor=0.5)[-2:] == ["--adapt-anchor", "0.5"]
     assert "--adapt-anchor" not in fill_command(ARMS["c"], tmp_path, tmp_path, 0, **common, anchor=0.5)
@@ -122,7 +126,7 @@ def test_a_rerun_skips_what_is_done_and_unseeded_arms_run_once():
     assert pending(["p", "q"], ["a", "d"], [0, 1], done) == [("p", "d", 0), ("q", "a", 0), ("q", "d", 0),
                                                               ("q", "d", 1)]
     # the arms that adapt train with the seed; the others give the same fill whatever it is
-    assert [arm for arm, spec in ARMS.items() if spec.seeded] == ["c", "d", "e"]
+    assert [arm for arm, spec in ARMS.items() if spec.seeded] == ["c", "d", "e", "m"]
 
 
 def test_the_table_has_a_cell_per_project_and_arm():
