@@ -52,8 +52,8 @@ from sgs.fill.admitted import FillTarget, NotFillable, allowed_names, find_admit
 from sgs.fill.project import find_project, source_hashes
 from sgs.fill.attempts import DEFAULT_ROUNDS, ROUNDS, attempt_all, recheck_all
 from sgs.fill.report import Row, counts, jsonl, markdown, summary_line
-from sgs.prover.accuracy import LEARN_FROM_CORPUS, PREDICTORS, USE_THE_CHECKPOINT
 from sgs.fill.write import Edit, WriteError, build_written, check_writable, replace_files
+from sgs.prover.accuracy import LEARN_FROM_CORPUS, PREDICTORS, USE_THE_CHECKPOINT
 from sgs.state.files import atomic_write
 from sgs.state.rocq_project import BuildError, Project, ProjectError, build, default_build_dir
 from sgs.state.rocq_trace import build_load_path
@@ -258,7 +258,8 @@ def run(args: argparse.Namespace) -> int:
              log_to_driver=False, runtime_env=own_cluster_runtime_env())
     try:
         outcomes = attempt_all(tasks, seconds=args.time_per_lemma, workers=args.workers, rocq_options=rocq_options,
-                               predictor=predictor, knn_corpus=corpus, checkpoint=args.checkpoint, rounds=args.rounds, seed=args.seed,
+                               predictor=predictor, knn_corpus=corpus, checkpoint=args.checkpoint,
+                               rounds=args.rounds, seed=args.seed,
                                progress=lambda line: print(line, file=sys.stderr))
         # the baselines' proofs were checked by the verifier pool already (sauto's with CoqHammer
         # loaded); a search's or a sample's proof was checked by its worker's own backend, so the

@@ -347,6 +347,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                          "--adapt-minutes, --time-per-lemma > 0, --workers >= 1")
     if not args.projects.is_dir():
         raise UsageError(f"--projects {args.projects}: not a folder")
+    if args.results is not None and args.results.exists() and not args.results.is_file():
+        raise UsageError(f"--results {args.results}: not a file")
     names = sorted(p.name for p in args.projects.iterdir() if p.is_dir())
     if args.only:
         wanted = [name.strip() for name in args.only.split(",") if name.strip()]

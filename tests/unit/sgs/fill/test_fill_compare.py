@@ -157,6 +157,7 @@ def test_results_kept_apart_from_the_work_folder_are_what_the_table_reads(tmp_pa
     (["--out", "o", "--seeds", "x"], "--seeds takes integers"),
     (["--out", "o", "--fraction", "1.5"], "--fraction lies in"),
     (["--out", "o", "--projects", "/nonexistent/sgs"], "not a folder"),
+    (["--out", "o", "--results", "/"], "--results /: not a file"),
 ])
 def test_bad_command_lines_are_refused(argv, message):
     with pytest.raises(UsageError, match=message):
