@@ -328,6 +328,9 @@ def run(args: argparse.Namespace) -> int:
                  "knn+model": f"k-NN on the project's proofs and {model}, taking turns"}
     settings = {"time per lemma": f"{args.time_per_lemma:g} s", "workers": args.workers,
                 "rounds": ",".join(args.rounds), "proposer": proposers[predictor]}
+    if journal.finished_before:
+        settings["resumed"] = (f"{journal.finished_before} lemma rounds from a stopped run "
+                               "(its time is not in the total)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(args.out, jsonl(rows))
     stages = [stage.describe() for stage in adaptation.stages] + list(adaptation.notes) if adaptation else []
@@ -337,6 +340,7 @@ def run(args: argparse.Namespace) -> int:
     atomic_write(args.out.with_suffix(".summary.json"), json.dumps(
         {**counts(rows), "admitted": len(rows), "seconds": round(seconds, 1), "checkpoint": args.checkpoint,
          "knn": corpus is not None, "rounds": list(args.rounds), "seed": args.seed,
+         "resumed_rounds": journal.finished_before,
          "adaptation": [dataclasses.asdict(stage) for stage in adaptation.stages] if adaptation else None,
          "adaptation_seconds_now": round(adaptation.seconds_now(), 1) if adaptation else 0.0},
         indent=2).encode("utf-8") + b"\n")

@@ -414,6 +414,9 @@ def run(args: argparse.Namespace) -> int:
                       "time_per_lemma": args.time_per_lemma, "workers": args.workers,
                       "adapt_iterations": args.adapt_iterations, "adapt_minutes": args.adapt_minutes,
                       "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+            if summary.get("resumed_rounds"):
+                # the fill resumed a stopped one: its seconds are this run's only
+                record["resumed_rounds"] = summary["resumed_rounds"]
             _append(results, record)
             log(f"{project} ({arm}) seed {seed}: proved {record['proved']} of {record['admitted']} in {wall:.0f} s")
     page = table(_lines(results), args.arms)

@@ -64,6 +64,8 @@ class Journal:
     def __init__(self, path: Path, key: dict[str, Any], entries: list[Entry], note: str) -> None:
         self.path, self.key = path, key
         self._entries = entries
+        #: lemma rounds an earlier, stopped run finished (their time is not in this run's)
+        self.finished_before = len(entries)
         #: what opening it found, for the fill's log
         self.note = note
         self._lock = threading.Lock()

@@ -130,6 +130,8 @@ def test_the_killed_fill_resumed_from_its_journal_and_the_report_replaced_it(fil
     assert f"resuming from {out.with_suffix('.progress.jsonl')}:" in result.stderr
     assert "finished before, from the journal)" in result.stderr
     assert not out.with_suffix(".progress.jsonl").exists() and out.exists()
+    resumed = json.loads(out.with_suffix(".summary.json").read_text())["resumed_rounds"]
+    assert resumed >= 1 and f"resumed: {resumed} lemma rounds from a stopped run" in out.with_suffix(".md").read_text()
 
 
 def test_write_puts_the_proofs_in_keeps_the_originals_and_the_project_builds(filled, tmp_path):

@@ -49,7 +49,7 @@ def test_reopened_with_the_same_key_it_replays_by_round_and_lemma(tmp_path):
     first.record(Entry("automation", "P.a", None, 1.0, {"invalid": 2}))
     first.record(Entry("search", "P.a", "Proof. lia. Qed.", 9.0, {"valid": 1}))
     again = Journal.open(path, KEY)
-    assert again.note == f"resuming from {path}: 2 lemma rounds finished before"
+    assert again.note == f"resuming from {path}: 2 lemma rounds finished before" and again.finished_before == 2
     assert again.replay("automation") == {"P.a": Entry("automation", "P.a", None, 1.0, {"invalid": 2})}
     assert set(again.replay("search")) == {"P.a"} and again.replay("sauto") == {}
 
