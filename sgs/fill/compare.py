@@ -393,7 +393,8 @@ def run(args: argparse.Namespace) -> int:
             started = time.monotonic()
             timeout = 3 * 3600 + 3600 * args.adapt_iterations
             report.parent.mkdir(parents=True, exist_ok=True)
-            with report.with_suffix(".log").open("w") as stderr:
+            # appended to: a fill stopped with the comparison resumes, and its log keeps both parts
+            with report.with_suffix(".log").open("a") as stderr:
                 try:
                     code = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True,
                                           timeout=timeout).returncode
