@@ -53,6 +53,7 @@ import psutil
 from lean_env.confinement import (
     Limits, apply_limits, confined_env, confinement_for, descendants, isolation_prefix, landlock_works,
     network_isolation_prefix, running_pid, signal_of)
+from lean_env.scratch import make_scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ class SandboxedProcess:
         self.limits = limits
         #: the process's own writable directory, deleted with it; its working directory
         #: unless ``cwd`` is given (a project directory, which stays read-only)
-        self.scratch = tempfile.mkdtemp(prefix=f"lean_env-{name}-")
+        self.scratch = make_scratch_dir(name)
         self.cwd = cwd or self.scratch
         try:
             self._confinement = confinement_for(limits, self.scratch)
@@ -445,7 +446,7 @@ def run_batch(
             raise ValueError(f"run_batch: a command must be a non-empty list of strings, got {argv!r}")
         if shutil.which(argv[0]) is None:
             raise FileNotFoundError(f"run_batch: {argv[0]!r} is not an executable on PATH")
-    scratch = tempfile.mkdtemp(prefix=f"lean_env-{name}-")
+    scratch = make_scratch_dir(name)
     results: list[CommandResult] = []
     try:
         for file_name, text in files.items():

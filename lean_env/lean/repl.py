@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import shutil
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -29,6 +28,7 @@ from lean_env.lean.protocol import (
     encode_request, parse_command_response, parse_tactic_response, pickle_request, response_frame_end,
     tactic_request)
 from lean_env.sandbox import Limits, OutputTooLarge, ProcessDied, ReadTimeout, SandboxedProcess
+from lean_env.scratch import make_scratch_dir
 
 #: writes larger than a pipe's buffer can block on a REPL that stopped
 #: reading; those get a watchdog that kills the process at the deadline
@@ -89,7 +89,7 @@ class ReplProcess:
         self._headers: OrderedDict[str, int] = OrderedDict()
         #: a private directory for files the REPL writes for us (environment pickles);
         #: removed with the process
-        self.exchange_dir = tempfile.mkdtemp(prefix=f"lean_env-{name}-{self.serial}-exchange-")
+        self.exchange_dir = make_scratch_dir(f"{name}-{self.serial}-exchange")
         limits = dataclasses.replace(limits, writable_paths=(*limits.writable_paths, self.exchange_dir))
         try:
             self._proc = SandboxedProcess(argv, cwd=cwd, env=env, limits=limits, name=f"{name}-{self.serial}")

@@ -504,7 +504,10 @@ class AxiomCensus:
     # -- messages -------------------------------------------------------------
     def _report(self, env: Environment, census: Census) -> None:
         if not census.clean:
-            self._warn_once(env.key, "axiom census: what the header loads or declares is not clean (%s); proofs "
+            # once per finding, not per header: a project's files share what they load, and
+            # a worker sees hundreds of its headers (the message names no header anyway)
+            self._warn_once(f"not clean: {census.describe()}",
+                            "axiom census: what the header loads or declares is not clean (%s); proofs "
                                      "under it are checked with Print Assumptions", census.describe())
 
     def _warn_once(self, topic: str, message: str, *args: object) -> None:

@@ -47,10 +47,12 @@ from lean_env.rocq.checks import RocqTextError
 from lean_env.rocq.config import RocqConfigError
 from lean_env.rocq.load_path import to_json
 from lean_env.verdict import ProofTask, Status
-from sgs.fill.adapt import ADAPT_METHODS, AdaptError, AdaptInputError, AdaptSettings, adapt, cache_root, check_cache
+from sgs.fill.adapt import (
+    ADAPT_METHODS, AdaptError, AdaptInputError, AdaptSettings, adapt, cache_root, check_cache, weights_digest)
 from sgs.fill.admitted import FillTarget, NotFillable, allowed_names, find_admitted, written_proof
 from sgs.fill.project import find_project, source_hashes
 from sgs.fill.attempts import DEFAULT_ROUNDS, ROUNDS, attempt_all, recheck_all
+from sgs.fill.journal import Journal, journal_key, journal_path
 from sgs.fill.report import Row, counts, jsonl, markdown, summary_line
 from sgs.fill.write import Edit, WriteError, build_written, check_writable, replace_files
 from sgs.prover.accuracy import LEARN_FROM_CORPUS, PREDICTORS, USE_THE_CHECKPOINT
@@ -234,6 +236,19 @@ def _proposer(args, project: Project, build_dir: Path) -> tuple[str, Optional[Pa
     return "model", None
 
 
+def _journal(args: argparse.Namespace, hashes: dict[str, str], predictor: str, rocq_options: dict) -> Journal:
+    """The journal of this fill (:mod:`sgs.fill.journal`), resumed when an earlier run of
+    the same sources and settings left one; keyed by the model's weights, not its path."""
+    weights = weights_digest(args.checkpoint) if predictor in USE_THE_CHECKPOINT else None
+    key = journal_key(hashes, time_per_lemma=args.time_per_lemma, rounds=args.rounds, predictor=predictor,
+                      weights=weights, seed=args.seed, rocq_options=rocq_options)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    journal = Journal.open(journal_path(args.out), key)
+    if journal.note:
+        print(journal.note, file=sys.stderr)
+    return journal
+
+
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     project, hashes, texts, targets, problems, build_dir = _prepare(args)
@@ -247,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
                            cache=args.adapt_cache, log=lambda line: print(line, file=sys.stderr))
         args.checkpoint = adaptation.checkpoint
     predictor, corpus = _proposer(args, project, build_dir) if targets else ("model", None)
+    journal = _journal(args, hashes, predictor, rocq_options)
 
     # a busy machine's raylet may take longer than Ray's default minute to register
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "300")
@@ -259,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         outcomes = attempt_all(tasks, seconds=args.time_per_lemma, workers=args.workers, rocq_options=rocq_options,
                                predictor=predictor, knn_corpus=corpus, checkpoint=args.checkpoint,
-                               rounds=args.rounds, seed=args.seed,
+                               rounds=args.rounds, seed=args.seed, journal=journal,
                                progress=lambda line: print(line, file=sys.stderr))
         # the baselines' proofs were checked by the verifier pool already (sauto's with CoqHammer
         # loaded); a search's or a sample's proof was checked by its worker's own backend, so the
@@ -298,6 +314,7 @@ def run(args: argparse.Namespace) -> int:
 
     changed = _changed(project, hashes)
     if changed:
+        journal.remove()   # its results are the old version's
         raise UsageError(f"{', '.join(changed)} changed during the run: nothing written (run again on the new version)")
     write_outcome, code = None, 0
     if args.write:
@@ -311,6 +328,9 @@ def run(args: argparse.Namespace) -> int:
                  "knn+model": f"k-NN on the project's proofs and {model}, taking turns"}
     settings = {"time per lemma": f"{args.time_per_lemma:g} s", "workers": args.workers,
                 "rounds": ",".join(args.rounds), "proposer": proposers[predictor]}
+    if journal.finished_before:
+        settings["resumed"] = (f"{journal.finished_before} lemma rounds from a stopped run "
+                               "(its time is not in the total)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(args.out, jsonl(rows))
     stages = [stage.describe() for stage in adaptation.stages] + list(adaptation.notes) if adaptation else []
@@ -320,9 +340,11 @@ def run(args: argparse.Namespace) -> int:
     atomic_write(args.out.with_suffix(".summary.json"), json.dumps(
         {**counts(rows), "admitted": len(rows), "seconds": round(seconds, 1), "checkpoint": args.checkpoint,
          "knn": corpus is not None, "rounds": list(args.rounds), "seed": args.seed,
+         "resumed_rounds": journal.finished_before,
          "adaptation": [dataclasses.asdict(stage) for stage in adaptation.stages] if adaptation else None,
          "adaptation_seconds_now": round(adaptation.seconds_now(), 1) if adaptation else 0.0},
         indent=2).encode("utf-8") + b"\n")
+    journal.remove()   # the report has it all now
     if write_outcome:
         print(f"--write: {write_outcome}", file=sys.stderr if code else sys.stdout)
     print(summary_line(rows, seconds, adaptation.describe() if adaptation else None))

@@ -190,7 +190,8 @@ def selfplay_key(supervised: str, settings: AdaptSettings) -> str:
     return _digest({**record, "anchor_ratio": settings.anchor_ratio} if settings.anchor_ratio else record)
 
 
-def _weights_digest(checkpoint: str) -> str:
+def weights_digest(checkpoint: str) -> str:
+    """The SHA-256 of ``checkpoint``'s weights (AdaptInputError naming one that cannot be read)."""
     from sgs.prover.ship import weights_sha256
     from sgs.prover.train import init_checkpoint
     try:
@@ -411,7 +412,7 @@ def adapt(project, build_dir: Path, fill_targets, load_path, allowed: Sequence[s
     stages: list[Stage] = []
     notes: list[str] = []
     start = settings.base
-    base_weights = _weights_digest(settings.base)
+    base_weights = weights_digest(settings.base)
     sup = supervised_key(digest, base_weights, settings)
     if steps:
         stage = supervised_stage(folder / f"sup-{sup[:16]}", corpus, settings, log)

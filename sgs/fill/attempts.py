@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from lean_env.verdict import ProofTask, Status
+from sgs.fill.journal import Entry, Journal
 from sgs.prover.accuracy import USE_THE_CHECKPOINT
 from sgs.prover.baselines import BASELINES, HAMMER_TACTICS
 from sgs.prover.proof_rate import SearchProver, run_baseline, run_search
@@ -95,19 +96,24 @@ class Outcome:
 
 def attempt_all(tasks: Sequence[ProofTask], *, seconds: float, workers: int, rocq_options: dict, predictor: str,
                 knn_corpus: Optional[Path], checkpoint: str, rounds: Sequence[str] = DEFAULT_ROUNDS, seed: int = 0,
-                progress: Callable[[str], None] = lambda line: None) -> dict[str, Outcome]:
+                progress: Callable[[str], None] = lambda line: None,
+                journal: Optional[Journal] = None) -> dict[str, Outcome]:
     """Every task's outcome, by id (see the module docstring): the plan of ``predictor``
     (what proposes to the search; the k-NN's memory is ``knn_corpus``), its rounds that
-    ``rounds`` names, each with its share of ``seconds``; ``seed`` seeds the samples."""
+    ``rounds`` names, each with its share of ``seconds``; ``seed`` seeds the samples.
+    Each finished round of a lemma goes to ``journal``, and what it holds from an
+    earlier run is taken from it instead of tried again (:mod:`sgs.fill.journal`)."""
     outcomes = {task.id: Outcome() for task in tasks}
     plan = PLANS[predictor]
 
     def open_tasks() -> list[ProofTask]:
         return [task for task in tasks if outcomes[task.id].proof is None]
 
-    def recorder(prover: str):
+    def recorder(prover: str, keep: bool = True):
         # the searches' and the samplings' runners pass their details (model use) too: not kept here
         def record(target: ProofTask, proof: Optional[str], spent: float, statuses: dict, details=None) -> None:
+            if keep and journal is not None:
+                journal.record(Entry(prover, target.id, proof, spent, dict(statuses)))
             outcome = outcomes[target.id]
             outcome.seconds += spent
             outcome.count(statuses)
@@ -118,12 +124,21 @@ def attempt_all(tasks: Sequence[ProofTask], *, seconds: float, workers: int, roc
         return record
 
     for name, share in plan.items():
-        todo = open_tasks()
-        if name not in rounds or not todo:
+        if name not in rounds:
+            continue
+        finished = journal.replay(name) if journal is not None else {}
+        replay = recorder(name, keep=False)
+        for task in open_tasks():
+            if task.id in finished:
+                entry = finished[task.id]
+                replay(task, entry.proof, entry.seconds, entry.statuses)
+        todo = [task for task in open_tasks() if task.id not in finished]
+        if not todo:
             continue
         what = f"search ({predictor} proposing)" if name == "search" else name
         progress(f"{what}: {len(todo)} lemmas, {share * seconds:.1f} s each"
-                 + (" and what the rounds before left" if name == "search" else ""))
+                 + (" and what the rounds before left" if name == "search" else "")
+                 + (f" ({len(finished)} finished before, from the journal)" if finished else ""))
         if name in BASELINES:
             run_baseline(BASELINES[name], todo, seconds=share * seconds, workers=workers,
                          record=recorder(name), rocq_options=rocq_options)

@@ -393,7 +393,8 @@ def run(args: argparse.Namespace) -> int:
             started = time.monotonic()
             timeout = 3 * 3600 + 3600 * args.adapt_iterations
             report.parent.mkdir(parents=True, exist_ok=True)
-            with report.with_suffix(".log").open("w") as stderr:
+            # appended to: a fill stopped with the comparison resumes, and its log keeps both parts
+            with report.with_suffix(".log").open("a") as stderr:
                 try:
                     code = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True,
                                           timeout=timeout).returncode
@@ -414,6 +415,9 @@ def run(args: argparse.Namespace) -> int:
                       "time_per_lemma": args.time_per_lemma, "workers": args.workers,
                       "adapt_iterations": args.adapt_iterations, "adapt_minutes": args.adapt_minutes,
                       "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+            if summary.get("resumed_rounds"):
+                # the fill resumed a stopped one: its seconds are this run's only
+                record["resumed_rounds"] = summary["resumed_rounds"]
             _append(results, record)
             log(f"{project} ({arm}) seed {seed}: proved {record['proved']} of {record['admitted']} in {wall:.0f} s")
     page = table(_lines(results), args.arms)

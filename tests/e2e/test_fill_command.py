@@ -5,8 +5,9 @@ The main project: ``A.v`` with a human proof, an admitted lemma the
 automation proves (``double``) and a false one (``bogus``); ``B.v`` uses
 ``double`` in a proof of its own and has an admitted lemma in a section with
 variables (``pos``), which a later lemma applies to its two arguments, so a
-written proof must keep the lemma's type.  Bad inputs exit 2 before any
-prover starts, except a file that changes during the run.
+written proof must keep the lemma's type.  Its fill is killed midway and
+resumed.  Bad inputs exit 2 before any prover starts, except a file that
+changes during the run.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -81,13 +83,28 @@ def sources(project: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory, require_rocq):
+    """The fill as a user runs it, killed (SIGKILL, its whole process group) as soon as
+    its journal holds a finished lemma round, then the same command again, which
+    resumes: the tests below read the resumed run's report and output."""
     tmp = tmp_path_factory.mktemp("fill")
     project = make_project(tmp / "project", {"A.v": A, "B.v": B})
     out = tmp / "out" / "report.jsonl"
     # the k-NN on the project's proofs and the shipped model taking turns in the search
-    result = fill(project, tmp, "--out", str(out), "--time-per-lemma", "12", "--workers", "2", "--write",
-                  "--proposer", "knn+model")
-    return project, out, result
+    flags = ("--out", str(out), "--time-per-lemma", "12", "--workers", "2", "--write", "--proposer", "knn+model")
+    journal = out.with_suffix(".progress.jsonl")
+    first = subprocess.Popen(command(project, tmp, *flags), cwd=REPO, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (journal.exists() and journal.read_bytes().count(b"\n") >= 2) and first.poll() is None:
+            assert time.monotonic() < deadline, "the fill never finished a lemma's first round"
+            time.sleep(0.02)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    assert first.returncode == -signal.SIGKILL
+    assert sources(project) == {"A.v": A, "B.v": B} and not out.exists()
+    return project, out, fill(project, tmp, *flags)
 
 
 def test_every_admitted_lemma_gets_a_line_and_the_summary_counts_them(filled):
@@ -107,12 +124,23 @@ def test_every_admitted_lemma_gets_a_line_and_the_summary_counts_them(filled):
     assert "k-NN on the project's proofs and the model pkg://sgs/data/rocq_prover, taking turns" in page
 
 
+def test_the_killed_fill_resumed_from_its_journal_and_the_report_replaced_it(filled):
+    project, out, result = filled
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"resuming from {out.with_suffix('.progress.jsonl')}:" in result.stderr
+    assert "finished before, from the journal)" in result.stderr
+    assert not out.with_suffix(".progress.jsonl").exists() and out.exists()
+    resumed = json.loads(out.with_suffix(".summary.json").read_text())["resumed_rounds"]
+    assert resumed >= 1 and f"resumed: {resumed} lemma rounds from a stopped run" in out.with_suffix(".md").read_text()
+
+
 def test_write_puts_the_proofs_in_keeps_the_originals_and_the_project_builds(filled, tmp_path):
     project, out, result = filled
     rows = {row["name"]: row for row in map(json.loads, out.read_text().splitlines())}
     after = sources(project)
     assert rows["pos"]["proof"] in after["B.v"] and "Lemma pos : m >= 1.\nProof using All." in after["B.v"]
-    assert ("Lemma double : forall n, n + n = 2 * n.\nAdmitted." in after["A.v"]) == (rows["double"]["status"] != "proved")
+    still_admitted = "Lemma double : forall n, n + n = 2 * n.\nAdmitted." in after["A.v"]
+    assert still_admitted == (rows["double"]["status"] != "proved")
     assert "Lemma bogus : forall n : nat, n = n + 1.\nProof.\nAdmitted." in after["A.v"]
     # the patch undoes it exactly (the --write rule already built the patched project)
     patch = project / "sgs-fill.patch"

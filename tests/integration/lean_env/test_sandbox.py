@@ -59,6 +59,29 @@ def test_echo_roundtrip_and_scratch_dir_removed():
     assert not p.alive
 
 
+def test_a_killed_owners_scratch_dir_is_removed_by_the_next_sweep():
+    """An owner killed with SIGKILL runs no clean-up: its session's directory stays
+    until a later process's sweep (:mod:`lean_env.scratch`), which removes it once
+    the owner is gone, and only then."""
+    import subprocess
+    from lean_env.scratch import remove_orphaned_scratch_dirs
+    code = ("import sys, time\nfrom lean_env.sandbox import SandboxedProcess\n"
+            # the session's process ends when its stdin closes with the owner, as coqtop does
+            "p = SandboxedProcess([sys.executable, '-c', 'import sys; sys.stdin.read()'])\n"
+            "print(p.scratch, flush=True)\ntime.sleep(60)\n")
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             cwd=Path(__file__).resolve().parents[3])
+    try:
+        scratch = owner.stdout.readline().strip()
+        assert os.path.isdir(scratch)
+        assert scratch not in remove_orphaned_scratch_dirs()      # its owner still runs
+    finally:
+        owner.kill()
+        owner.wait(timeout=30)
+    assert os.path.isdir(scratch)                                  # no clean-up ran
+    assert scratch in remove_orphaned_scratch_dirs() and not os.path.exists(scratch)
+
+
 def test_deadline_then_kill_takes_the_whole_group():
     # The child starts a grandchild that would outlive a plain kill of the child.
     p = python("import subprocess, time; subprocess.Popen(['sleep', '300']); time.sleep(300)")

@@ -311,3 +311,16 @@ def test_close_ends_the_wait_for_a_slot(tmp_path):
         census._thread.join(10)
         assert not census._thread.is_alive()
     assert takes.keys == [] and census.result(env("k0")) is None
+
+
+def test_what_is_not_clean_is_said_once_per_finding_not_per_header(tmp_path, caplog):
+    census = fake_census(tmp_path, Takes())
+    classic, other = Census(axioms=("Coq.Logic.Classical_Prop.classic",)), Census(axioms=("Lib.ax",))
+    with caplog.at_level(logging.WARNING, logger="lean_env.rocq.census"):
+        for i in range(5):                       # five files of one project, one finding
+            census._report(env(f"k{i}"), classic)
+        census._report(env("k5"), other)
+        census._report(env("k6"), Census())      # clean: nothing said
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2 and "classic" in said[0] and "Lib.ax" in said[1]
+    census.close()

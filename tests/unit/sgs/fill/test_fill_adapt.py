@@ -128,7 +128,7 @@ def test_adapt_without_proofs_skips_the_supervised_stage(tmp_path, monkeypatch):
     project = type("P", (), {"root": tmp_path / "proj"})()
     monkeypatch.setattr("sgs.state.rocq_project.source_digest", lambda root: "d" * 64)
     monkeypatch.setattr("sgs.fill.knowledge.project_steps", lambda project, build: (tmp_path / "c", 0))
-    monkeypatch.setattr(adapt_module, "_weights_digest", lambda checkpoint: "w" * 64)
+    monkeypatch.setattr(adapt_module, "weights_digest", lambda checkpoint: "w" * 64)
     monkeypatch.setattr(adapt_module, "supervised_stage", lambda *a: pytest.fail("no proofs to learn from"))
     result = adapt_module.adapt(project, tmp_path / "build", [], (), (), replace(SETTINGS, method="supervised"),
                                 cache=tmp_path / "cache", log=lambda line: None)
