@@ -56,7 +56,7 @@ from sgs.fill.journal import Journal, journal_key, journal_path
 from sgs.fill.report import Row, counts, jsonl, markdown, summary_line
 from sgs.fill.write import Edit, WriteError, build_written, check_writable, replace_files
 from sgs.prover.accuracy import LEARN_FROM_CORPUS, PREDICTORS, USE_THE_CHECKPOINT
-from sgs.state.files import atomic_write
+from sgs.state.files import atomic_write, folder_problem
 from sgs.state.rocq_project import BuildError, Project, ProjectError, build, default_build_dir
 from sgs.state.rocq_trace import build_load_path
 
@@ -206,9 +206,10 @@ def _prepare(args: argparse.Namespace):
         check_writable(project)
     if args.adaptation is not None:
         check_cache(args.adapt_cache)
-    out_dir = args.out.resolve().parent
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out {args.out}: {out_dir} is not a folder")
+    # the journal goes beside the report from the first lemma on (sgs.fill.journal)
+    problem = folder_problem(args.out.resolve().parent)
+    if problem:
+        raise UsageError(f"--out {args.out}: {problem}")
     hashes = source_hashes(project)
     texts = {source: _read(project, source) for source in project.sources}
     targets, problems = find_targets(project, texts, admits=args.admits, names=args.names)

@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
-from sgs.state.files import atomic_write
+from sgs.state.files import atomic_write, folder_problem
 
 __all__ = ["AdaptMethod", "ADAPT_METHODS", "SELFPLAY_OVERRIDES", "AdaptSettings", "Stage", "Adaptation",
            "AdaptError", "AdaptInputError", "cache_root", "check_cache", "supervised_key", "selfplay_key",
@@ -155,20 +155,11 @@ def cache_root(base: Optional[Path] = None) -> Path:
     return default_cache_dir().resolve() / "fill_adapt"
 
 
-def _writable(path: Path) -> bool:
-    # as for --write: no write bit for anyone counts as read-only, even for root
-    return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
-
-
 def check_cache(root: Path) -> None:
     """AdaptInputError unless ``root`` is (or can be made) a folder this command can write."""
-    existing = root
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise AdaptInputError(f"--adapt-cache {root}: {existing} is not a folder")
-    if not _writable(existing):
-        raise AdaptInputError(f"--adapt-cache {root}: {existing} cannot be written (read-only)")
+    problem = folder_problem(root)
+    if problem:
+        raise AdaptInputError(f"--adapt-cache {root}: {problem}")
 
 
 def _digest(record: dict) -> str:

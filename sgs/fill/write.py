@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Sequence
 
 from sgs.prover.baselines import HAMMER_TACTICS
-from sgs.state.files import atomic_write
+from sgs.state.files import atomic_write, writable
 from sgs.state.rocq_project import BuildError, Project, build
 
 __all__ = ["Edit", "WriteError", "patched_text", "edit_at_line", "unified_patch", "check_writable", "build_check",
@@ -136,19 +136,13 @@ def unified_patch(originals: dict[str, str], patched: dict[str, str]) -> str:
     return "".join(parts)
 
 
-def _writable(path: Path) -> bool:
-    # a folder or file its owner marked read-only (no write bit for anyone) is read-only for
-    # this command even where the user could write it anyway (root)
-    return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
-
-
 def check_writable(project: Project) -> None:
     """WriteError unless the folder and every source in it can be written."""
-    if not _writable(project.root):
+    if not writable(project.root):
         raise WriteError(f"--write: the project folder {project.root} is read-only")
     for source in project.sources:
         path = project.root / source
-        if not _writable(path) or not _writable(path.parent):
+        if not writable(path) or not writable(path.parent):
             raise WriteError(f"--write: {path} is read-only")
 
 

@@ -18,7 +18,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 
 class StoreError(Exception):
@@ -53,6 +53,26 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def writable(path: Path) -> bool:
+    """Whether this process may write ``path``; one its owner marked read-only (no
+    write bit for anyone) counts as read-only even where the user could write it
+    anyway (root)."""
+    return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
+
+
+def folder_problem(folder: Path) -> Optional[str]:
+    """Why ``folder`` cannot be made or written, or None: the nearest part of its
+    path that exists must be a folder (see :func:`writable`)."""
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
+    if not writable(existing):
+        return f"{existing} cannot be written (read-only)"
+    return None
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -185,6 +185,7 @@ Proof. hauto. exact I. Qed.
     ("no admitted lemma", (), "has no admitted lemma"),
     ("unknown name", ("--names", "double,nope"), "--names: no admitted lemma named nope"),
     ("read-only folder", ("--write",), "is read-only"),
+    ("read-only report folder", (), "cannot be written (read-only)"),
 ])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, require_rocq, case, flags, complaint):
     broken = {"A.v": "Lemma a : True.\nAdmitted.\nLemma x : True.\nProof. exact I Qed.\n"}
@@ -199,11 +200,16 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, require_ro
     if case == "read-only folder":
         os.chmod(project, 0o555)
     before = sorted(p.name for p in project.iterdir())
-    out = tmp_path / "out" / "report.jsonl"
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    out = reports / "out" / "report.jsonl"
+    if case == "read-only report folder":
+        os.chmod(reports, 0o555)
     try:
         result = fill(project, tmp_path, "--out", str(out), *flags, timeout=120)
     finally:
         os.chmod(project, 0o755)
+        os.chmod(reports, 0o755)
     assert result.returncode == 2
     [line] = result.stderr.strip().splitlines()[-1:]
     assert line.startswith("sgs.fill: error: ") and complaint in line, result.stderr[-2000:]
