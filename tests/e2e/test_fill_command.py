@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.kill_support import run_until_then_kill
 from tests.paths import REPO
 
 pytestmark = [pytest.mark.rocq, pytest.mark.slow]
@@ -92,17 +93,10 @@ def filled(tmp_path_factory, require_rocq):
     # the k-NN on the project's proofs and the shipped model taking turns in the search
     flags = ("--out", str(out), "--time-per-lemma", "12", "--workers", "2", "--write", "--proposer", "knn+model")
     journal = out.with_suffix(".progress.jsonl")
-    first = subprocess.Popen(command(project, tmp, *flags), cwd=REPO, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 300
-        while not (journal.exists() and journal.read_bytes().count(b"\n") >= 2) and first.poll() is None:
-            assert time.monotonic() < deadline, "the fill never finished a lemma's first round"
-            time.sleep(0.02)
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait()
-    assert first.returncode == -signal.SIGKILL
+    code = run_until_then_kill(command(project, tmp, *flags),
+                               lambda: journal.exists() and journal.read_bytes().count(b"\n") >= 2,
+                               "the fill never finished a lemma's first round", cwd=REPO)
+    assert code == -signal.SIGKILL
     assert sources(project) == {"A.v": A, "B.v": B} and not out.exists()
     return project, out, fill(project, tmp, *flags)
 

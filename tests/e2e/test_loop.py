@@ -23,7 +23,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -38,6 +37,7 @@ from sgs.sft import CACHE_SUBDIR, INFO_FILE
 from sgs.state.store import Store
 from tests.config_support import NO_DASHBOARD
 from tests.conftest import MISSING_STDLIB, coqtop_without_stdlib
+from tests.kill_support import run_until_then_kill
 from tests.loop_support import HEADER, check_run, make_targets, write_jsonl
 from tests.paths import REPO
 from tests.unit.sgs.analysis.test_report import check_report
@@ -288,18 +288,18 @@ def test_standard_run_killed_mid_phase_resumes_without_counting_twice(tmp_path, 
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "WANDB_SILENT": "true"}
     # Kill once iteration 1 is proving: the Solver must then resume on iteration 0's weights.
     partial = run_dir / "iter_0001" / "prove.partial.jsonl"
-    first = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
-    try:
-        deadline = time.monotonic() + 900
-        while not (partial.exists() and partial.stat().st_size) and first.poll() is None:
-            assert time.monotonic() < deadline, "the run never reached iteration 1's prove phase"
-            time.sleep(0.02)
-        killed_mid_phase = not (run_dir / "iter_0001" / "phase_prove.done").exists()
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait()
-    assert first.returncode == -signal.SIGKILL
+    reached: list[bool] = []
+
+    def proving() -> bool:
+        # whether the prove phase was still running is read before the kill
+        if partial.exists() and partial.stat().st_size:
+            reached.append(not (run_dir / "iter_0001" / "phase_prove.done").exists())
+        return bool(reached)
+
+    code = run_until_then_kill(command, proving, "the run never reached iteration 1's prove phase", timeout=900,
+                               cwd=tmp_path, env=env)
+    assert code == -signal.SIGKILL
+    killed_mid_phase = reached[0]
     assert not (run_dir / "iter_0001" / "phase_record.done").exists()
     # Samples that came back but were not yet verified are in the phase's sample cache.
     cache = run_dir / "iter_0001" / "prove.samples.jsonl"

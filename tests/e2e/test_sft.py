@@ -50,6 +50,7 @@ from sgs.sft import (
 )
 from sgs.state.targets import load_targets, seeded_subsample
 from sgs.state.warmstart import load_corpus
+from tests.kill_support import run_until_then_kill
 from tests.paths import REPO
 
 #: A tiny model small enough to train in seconds (head_dim 32).
@@ -248,18 +249,10 @@ def test_the_command_survives_a_kill_mid_training_and_then_uses_its_cache(tmp_pa
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "SGS_CACHE_DIR": str(tmp_path)}
     command = [sys.executable, "-m", "sgs.sft", *overrides]
     root = tmp_path / CACHE_SUBDIR
-    first = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
-    try:
-        deadline = time.monotonic() + 300
-        # The learner makes the staging directory its workers write into once training is posted.
-        while not list(root.glob(".*.partial/.staging")) and first.poll() is None:
-            assert time.monotonic() < deadline, "training never started"
-            time.sleep(0.1)
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait()
-    assert first.returncode == -signal.SIGKILL
+    # The learner makes the staging directory its workers write into once training is posted.
+    code = run_until_then_kill(command, lambda: bool(list(root.glob(".*.partial/.staging"))),
+                               "training never started", poll=0.1, cwd=REPO, env=env)
+    assert code == -signal.SIGKILL
     assert not [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]  # nothing finished
 
     second = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
