@@ -332,8 +332,7 @@ def run(args: argparse.Namespace) -> int:
     if journal.finished_before:
         settings["resumed"] = (f"{journal.finished_before} lemma rounds from a stopped run "
                                "(its time is not in the total)")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(args.out, jsonl(rows))
+    atomic_write(args.out, jsonl(rows))   # its folder was made with the journal
     stages = [stage.describe() for stage in adaptation.stages] + list(adaptation.notes) if adaptation else []
     page = markdown(rows, project=str(project.root), command=command, when=when, seconds=seconds,
                     settings=settings, write=write_outcome, adaptation=stages)
