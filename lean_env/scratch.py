@@ -16,12 +16,13 @@ a later sweep.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import tempfile
 import threading
-from typing import Optional
+from typing import Iterator, Optional
 
 #: the name every scratch directory gets; the sweep touches nothing else
 _NAME = re.compile(r"lean_env-.+-pid(\d+)-[A-Za-z0-9_]{8}")
@@ -40,6 +41,16 @@ def make_scratch_dir(kind: str) -> str:
             _swept_by = os.getpid()
             remove_orphaned_scratch_dirs()
     return tempfile.mkdtemp(prefix=f"lean_env-{kind}-pid{os.getpid()}-")
+
+
+@contextlib.contextmanager
+def scratch_dir(kind: str) -> Iterator[str]:
+    """:func:`make_scratch_dir` for the length of a ``with`` block, deleted after it."""
+    path = make_scratch_dir(kind)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def owner_pid(name: str) -> Optional[int]:

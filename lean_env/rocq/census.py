@@ -98,7 +98,6 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections import deque
@@ -113,6 +112,7 @@ from lean_env.rocq.load_path import load_path_argv
 from lean_env.rocq.output import clean, parse_assumptions
 from lean_env.rocq.session import RocqSession, SessionError
 from lean_env.sandbox import apply_limits
+from lean_env.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -388,7 +388,7 @@ class AxiomCensus:
         own declarations with ``coqchk -norec`` (the libraries it loads are
         admitted: :meth:`_take` censused them first) and scan its inductive
         types."""
-        with tempfile.TemporaryDirectory(prefix="sgs-census-header-") as scratch:
+        with scratch_dir("census-header") as scratch:
             source = Path(scratch) / f"{HEADER_MODULE}.v"
             source.write_text("\n".join(env.header) + "\n", encoding="utf-8")
             own = ["-Q", scratch, HEADER_LIBRARY]
@@ -462,7 +462,7 @@ class AxiomCensus:
         """Re-check the libraries' files with coqchk and read its summary."""
         argv = [self._coqchk, "-o", *self._coqchk_options(), *coqchk_options(env.load_path),
                 *(lib.name for lib in env.libraries)]
-        with tempfile.TemporaryDirectory(prefix="sgs-census-") as scratch:
+        with scratch_dir("census") as scratch:
             text = self._run_bounded(argv, scratch, deadline, "coqchk")
         if parse_trace(text) != {lib.path for lib in env.libraries}:
             raise CensusError("coqchk checked other files than the ones coqtop loaded")

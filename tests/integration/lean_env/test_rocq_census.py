@@ -311,7 +311,7 @@ LIGHT_MODULES = ["Coq.Bool.Bool", "Coq.Logic.Decidable", "Coq.Relations.Relation
                  "Coq.Program.Tactics", "Coq.Logic.FunctionalExtensionality", "Coq.Sets.Relations_1",
                  "Coq.Logic.Eqdep", "Coq.Logic.ProofIrrelevance"]
 #: where the census's coqtop and coqchk run (their scratch directories)
-CENSUS_DIRS = ("lean_env-coqtop-census-", "sgs-census-")
+CENSUS_DIRS = ("lean_env-coqtop-census-", "lean_env-census-")
 
 
 def census_processes() -> dict[int, int]:

@@ -69,7 +69,7 @@ def test_many_declaring_project_headers_run_one_low_priority_census_process_at_a
         found = census_processes()
         for pid in found:
             try:
-                if "sgs-census-header-" in psutil.Process(pid).cwd():
+                if "lean_env-census-header-pid" in psutil.Process(pid).cwd():
                     header_steps.add(pid)
             except psutil.Error:
                 pass
@@ -92,7 +92,7 @@ def test_many_declaring_project_headers_run_one_low_priority_census_process_at_a
         for worker in workers:
             worker.close()
     assert not wrong
-    # The header steps ran (coqc and coqchk in sgs-census-header-* folders); never two census processes at
+    # The header steps ran (coqc and coqchk in lean_env-census-header-* folders); never two census processes at
     # once, all niced.
     assert header_steps and watch.most == 1
     own = psutil.Process().nice()

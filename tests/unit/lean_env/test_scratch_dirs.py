@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
 from lean_env import scratch
-from lean_env.scratch import make_scratch_dir, owner_pid, remove_orphaned_scratch_dirs
+from lean_env.scratch import make_scratch_dir, owner_pid, remove_orphaned_scratch_dirs, scratch_dir
 
 #: above the kernel's largest possible pid_max (2**22): no process has this number
 DEAD_PID = 2 ** 22 + 7
@@ -67,3 +68,14 @@ def test_the_first_directory_a_process_makes_sweeps_once(tmp_path, monkeypatch):
     second = make_scratch_dir("rocq-audit")
     assert after.exists()                     # swept by the next process, not on every call
     assert os.path.basename(second).startswith(f"lean_env-rocq-audit-pid{os.getpid()}-")
+
+
+def test_a_with_block_scratch_dir_is_named_for_its_owner_and_gone_after(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with scratch_dir("census-header") as path:
+        (Path(path) / "Header.vo").write_bytes(b"compiled")
+        assert os.path.basename(path).startswith(f"lean_env-census-header-pid{os.getpid()}-")
+    assert not os.path.exists(path)
+    with pytest.raises(RuntimeError), scratch_dir("census") as path:
+        raise RuntimeError("coqchk failed")
+    assert not os.path.exists(path)

@@ -1,8 +1,11 @@
 """``python -m sgs.fill.compare``'s logic on fakes: which lemmas are admitted and how,
-each arm's command, what a rerun skips, the table."""
+each arm's command, what a rerun skips, the table, and the loop over fills (a fake
+``python -m sgs.fill``)."""
 
 from __future__ import annotations
 
+import argparse
+import json
 from pathlib import Path
 
 import pytest
@@ -171,3 +174,69 @@ def test_only_names_existing_projects(tmp_path: Path):
     assert parse_args(["--out", "o", "--projects", str(tmp_path)]).names == ["one", "two"]
     with pytest.raises(UsageError, match="no project three"):
         parse_args(["--out", "o", "--projects", str(tmp_path), "--only", "one,three"])
+
+
+class FakeFills:
+    """Stands in for ``python -m sgs.fill`` in the comparison's loop: writes the report's
+    summary (or fails) as told per (project, arm), and remembers what it ran."""
+
+    def __init__(self, fail: set = frozenset(), resumed: int = 0):
+        self.fail, self.resumed, self.ran = fail, resumed, []
+
+    def __call__(self, command, stdout, stderr, **_):
+        import subprocess
+        report = Path(command[command.index("--out") + 1])
+        project, arm = report.parent.name, report.stem.split("-")[0]
+        self.ran.append((project, arm, int(command[command.index("--seed") + 1])))
+        stderr.write(f"fill {project} {arm}\n")
+        if (project, arm) in self.fail:
+            return subprocess.CompletedProcess(command, 1)
+        summary = {"admitted": 4, "proved": len(self.ran) % 3, "not_proved": 1, "error": 0, "seconds": 12.5,
+                   "adaptation": None, "checkpoint": None, "resumed_rounds": self.resumed}
+        report.with_suffix(".summary.json").write_text(json.dumps(summary))
+        return subprocess.CompletedProcess(command, 0)
+
+
+def comparison(tmp_path: Path, monkeypatch, fills: FakeFills, broken: str = "") -> argparse.Namespace:
+    from sgs.fill import compare
+    for name in ("p", "q"):
+        (tmp_path / "projects" / name).mkdir(parents=True, exist_ok=True)
+
+    def prepare(source, out, **_):
+        if source.name == broken:
+            raise UsageError("the copy does not build")
+        return out / "work" / source.name
+    monkeypatch.setattr(compare, "prepare", prepare)
+    monkeypatch.setattr(compare.subprocess, "run", fills)
+    return parse_args(["--out", str(tmp_path / "out"), "--projects", str(tmp_path / "projects"), "--arms", "a,c",
+                       "--seeds", "0,1"])
+
+
+def test_each_finished_fill_is_one_results_row_and_a_rerun_runs_only_what_failed(tmp_path, monkeypatch, capsys):
+    fills = FakeFills(fail={("q", "c")})
+    assert run(comparison(tmp_path, monkeypatch, fills)) == 0
+    assert fills.ran == [("p", "a", 0), ("p", "c", 0), ("p", "c", 1), ("q", "a", 0), ("q", "c", 0), ("q", "c", 1)]
+    rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert [(row["project"], row["arm"], row["seed"]) for row in rows] == fills.ran[:4]
+    assert rows[0]["admitted"] == 4 and rows[0]["fill_seconds"] == 12.5 and "resumed_rounds" not in rows[0]
+    failures = [json.loads(line) for line in (tmp_path / "out" / "failures.jsonl").read_text().splitlines()]
+    assert [(row["project"], row["arm"], row["seed"], row["exit"]) for row in failures] == [
+        ("q", "c", 0, 1), ("q", "c", 1, 1)]
+    assert "fill q c" in (tmp_path / "out" / "reports" / "q" / "c-seed0.log").read_text()
+
+    fixed = FakeFills(resumed=3)
+    assert run(comparison(tmp_path, monkeypatch, fixed)) == 0
+    assert fixed.ran == [("q", "c", 0), ("q", "c", 1)]
+    rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 and rows[-1]["resumed_rounds"] == 3
+    # the log of a fill run twice keeps both parts
+    assert (tmp_path / "out" / "reports" / "q" / "c-seed0.log").read_text().count("fill q c") == 2
+    assert "| q | 4 |" in (tmp_path / "out" / "table.md").read_text()
+
+
+def test_a_project_that_cannot_be_prepared_is_skipped_and_the_others_run(tmp_path, monkeypatch):
+    fills = FakeFills()
+    assert run(comparison(tmp_path, monkeypatch, fills, broken="p")) == 1
+    assert {project for project, _, _ in fills.ran} == {"q"}
+    [failure] = [json.loads(line) for line in (tmp_path / "out" / "failures.jsonl").read_text().splitlines()]
+    assert failure == {"project": "p", "prepare": "the copy does not build"}
