@@ -20,9 +20,10 @@ verify-sample: setup
 
 # the tactic-level corpus (docs/corpus.md): every proof of the standard library and of the
 # Debian Coq libraries set-up installs, replayed through coqtop into CORPUS_DIR, one shard per
-# source file; resumable (run it again after stopping it), then its summary
+# source file; resumable (run it again after stopping it), then its summary; one hour at two
+# jobs on two cores here (docs/corpus.md)
 CORPUS_DIR ?= runs/corpus
-CORPUS_JOBS ?= 1
+CORPUS_JOBS ?= 2
 corpus: setup
 	$(PY) -m sgs.corpus extract --out $(CORPUS_DIR) --jobs $(CORPUS_JOBS) $(CORPUS_ARGS)
 	$(PY) -m sgs.corpus stats $(CORPUS_DIR)
@@ -30,7 +31,8 @@ corpus: setup
 # the general Rocq prover (docs/prover.md): train on the corpus's standard library for
 # PROVER_MINUTES CPU-minutes (resumable: run it again after stopping it), then ship the
 # weights into sgs/data/rocq_prover, where every Rocq run finds them; needs the standard
-# library's part of the corpus (CORPUS_ARGS="--libraries stdlib" make corpus: 45 minutes)
+# library's part of the corpus (CORPUS_ARGS="--libraries stdlib" make corpus: 35
+# minutes at two jobs); training on every library did not pay at this budget (docs/prover.md)
 PROVER_RUN ?= runs/prover/final
 PROVER_SIZE ?= xs
 PROVER_MINUTES ?= 48
