@@ -94,6 +94,11 @@ class ResourcesConfig:
     #: node dies) is started again from its base checkpoint at most this many
     #: times; an error the training code raises ends the run at once.
     learner_restarts: int = 2
+    #: A training call whose Ray Train workers have not started within this
+    #: many seconds (Ray cannot place them) ends the run with an error naming
+    #: the resources asked for and those free; Ray Train alone retries for
+    #: ever. Long enough for an autoscaler to add a node.
+    learner_start_timeout_s: float = 1800.0
     #: Engines release accelerator memory during the training phase and take
     #: the new weights when they wake (vLLM sleep mode); null: when they share
     #: the learner's GPUs (``colocate_engines_with_learner``).
@@ -178,8 +183,9 @@ def resources_problems(resources: ResourcesConfig) -> list[str]:
         if resources.sleep_engines_during_training:
             problems.append("resources.weight_transfer=direct sends weights while the engines would sleep; set "
                             "resources.sleep_engines_during_training=false or weight_transfer=checkpoint")
-    if not resources.weight_transfer_timeout_s > 0:
-        problems.append(f"resources.weight_transfer_timeout_s={resources.weight_transfer_timeout_s!r} must be positive")
+    for key in ("learner_start_timeout_s", "weight_transfer_timeout_s"):
+        if not getattr(resources, key) > 0:
+            problems.append(f"resources.{key}={getattr(resources, key)!r} must be positive")
 
     # Ray Train gives each rank one whole GPU (NCCL and DeepSpeed need a GPU of their own per rank).
     if resources.gpus_per_learner_worker not in (0, 1):

@@ -305,6 +305,7 @@ def train_settings(cfg: SGSConfig) -> TrainSettings:
         simulated_gpus=res.simulated_gpus > 0,
         learner_placement=res.learner_placement,
         learner_restarts=res.learner_restarts,
+        learner_start_timeout_s=res.learner_start_timeout_s,
         seed=cfg.seed,
     )
 

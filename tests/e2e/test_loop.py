@@ -451,6 +451,7 @@ def start_samples(store: Store) -> dict[str, tuple]:
 
 
 @pytest.mark.slow
+@pytest.mark.full  # make test-full; in CI every experiment runs in process (tests/unit/sgs/loop/test_loop_in_process.py)
 @pytest.mark.timeout(1800)  # two runs, each starting Ray and its engines: over 500 s at load 15 here
 def test_multirun_sweep_gives_each_experiment_its_own_run(tmp_path, warm_run):
     """``python -m sgs -m``: a run per experiment in a folder of its own, both from the shared

@@ -26,6 +26,7 @@ class JobBoard:
         self._number = 0
         self._jobs: list[dict[str, Any]] = []
         self._finished: dict[int, dict[str, Any]] = {}
+        self._taken = 0  # the newest batch a worker has taken: the run's workers are up
         self._closed = False
         self._changed = asyncio.Condition()
 
@@ -44,7 +45,14 @@ class JobBoard:
         async with self._changed:
             if not await self._wait(lambda: self._closed or self._number > after, wait_s):
                 return None
-            return (self._number, None) if self._closed else (self._number, self._jobs)
+            if self._closed:
+                return self._number, None
+            self._taken = self._number
+            return self._number, self._jobs
+
+    async def taken(self, number: int) -> bool:
+        """Whether a worker has taken batch ``number`` (so the run's workers started)."""
+        return self._taken >= number
 
     async def finish(self, number: int, job: int, metrics: dict[str, Any]) -> None:
         """Job ``job`` of batch ``number`` is trained and its checkpoint written."""

@@ -21,6 +21,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
@@ -222,6 +223,7 @@ class RayTrainLearner:
             self._start(settings, placement)
         self._in_flight = True
         number = ray.get(self._board.post.remote(configs))
+        posted, started = time.monotonic(), False
         while True:
             # A timed wait, so that a run that died is noticed and SIGINT is handled between waits.
             finished = ray.get(self._board.finished.remote(number, len(configs), BOARD_POLL_S))
@@ -231,6 +233,14 @@ class RayTrainLearner:
             if not self._fit.alive():
                 self._fit.raise_error()
                 raise RuntimeError(f"Ray Train run {self.name!r} ended before it trained every job")
+            if not started:
+                started = ray.get(self._board.taken.remote(number))
+                waited = time.monotonic() - posted
+                if not started and waited > settings.learner_start_timeout_s:
+                    # Ray Train retries an unplaceable worker group for ever; its controller ends
+                    # with this driver, and workers started later find the board gone and end.
+                    self._stop()
+                    raise LearnerNotPlaced(unplaced_message(settings, waited))
 
     def _start(self, settings: TrainSettings, placement: tuple) -> None:
         self.starts += 1
@@ -335,6 +345,26 @@ def _placement_key(settings: TrainSettings) -> tuple:
             settings.learner_placement)
 
 
+class LearnerNotPlaced(RuntimeError):
+    """Ray could not start a training run's workers within ``TrainSettings.learner_start_timeout_s``."""
+
+
+def _worker_resources(settings: TrainSettings) -> dict[str, float]:
+    return {"CPU": settings.cpus_per_learner_worker, **({"GPU": 1} if settings.use_gpu else {})}
+
+
+def unplaced_message(settings: TrainSettings, waited: float) -> str:
+    """What a learner whose workers Ray could not place asked for, and what the cluster has."""
+    def shown(resources: dict[str, float]) -> str:
+        return ", ".join(f"{resources.get(key, 0):g} {key}" for key in ("CPU", "GPU"))
+
+    return (f"the learner's {settings.learner_workers} Ray Train worker(s), each asking "
+            f"{shown(_worker_resources(settings))}, did not start within {waited:.0f} s "
+            f"(resources.learner_start_timeout_s={settings.learner_start_timeout_s:g}): the cluster has "
+            f"{shown(ray.available_resources())} free of {shown(ray.cluster_resources())}. Lower "
+            "resources.learner_workers or cpus_per_learner_worker, free what holds them, or add a node")
+
+
 def _trainer(board: Any, settings: TrainSettings, run_name: str, storage_dir: str) -> TorchTrainer:
     """The Ray Train run whose workers serve ``board``'s jobs, its state kept under ``storage_dir``."""
     return TorchTrainer(
@@ -343,7 +373,7 @@ def _trainer(board: Any, settings: TrainSettings, run_name: str, storage_dir: st
         scaling_config=ScalingConfig(
             num_workers=settings.learner_workers,
             use_gpu=settings.use_gpu,
-            resources_per_worker={"CPU": settings.cpus_per_learner_worker, **({"GPU": 1} if settings.use_gpu else {})},
+            resources_per_worker=_worker_resources(settings),
             placement_strategy=settings.learner_placement,
         ),
         torch_config=TorchConfig(backend="nccl" if settings.use_gpu and not settings.simulated_gpus else "gloo"),

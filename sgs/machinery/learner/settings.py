@@ -103,6 +103,10 @@ class TrainSettings:
     """Times a run that Ray lost its workers in (a worker process or node died, the placement group
     was removed) is started again from its base checkpoint; errors the training code raises end the
     run at once."""
+    learner_start_timeout_s: float = 1800.0
+    """A call whose run's workers have not started within this many seconds (Ray could not place them:
+    the resources are held or do not exist) stops with an error naming what was asked and what Ray has
+    free; Ray Train itself would retry the placement for ever."""
     seed: int = 0
     """Seeds the example order and torch on the workers."""
 
@@ -114,7 +118,7 @@ class TrainSettings:
         if not isinstance(self.learner_restarts, int) or self.learner_restarts < 0:
             raise ValueError(f"TrainSettings.learner_restarts must be a non-negative integer, "
                              f"got {self.learner_restarts!r}")
-        for name in ("learning_rate", "grad_clip_norm", "cpus_per_learner_worker"):
+        for name in ("learning_rate", "grad_clip_norm", "cpus_per_learner_worker", "learner_start_timeout_s"):
             value = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise ValueError(f"TrainSettings.{name} must be positive and finite, got {value!r}")

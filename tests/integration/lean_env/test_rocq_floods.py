@@ -60,7 +60,7 @@ class ProcessWatch:
 
 def test_many_declaring_project_headers_run_one_low_priority_census_process_at_a_time(require_rocq, tmp_path):
     project = small_library(tmp_path / "p0", "P0", 10, require_rocq.replace("coqtop", "coqc"))
-    cases = list(declaring_headers(12))
+    cases = list(declaring_headers(6))
     workers = [RocqBackend(RocqConfig(coqtop=require_rocq, timeout=60, census_cache_dir=str(tmp_path / "census"),
                                       census_max_concurrent=1, census_audit_fraction=0.0)) for _ in range(2)]
     header_steps: set[int] = set()

@@ -253,6 +253,7 @@ def test_cluster_takes_the_address_from_ray_address(monkeypatch):
         (["resources.engine_backend=vllm", "resources.weight_transfer=direct",
           "resources.sleep_engines_during_training=true"], "sends weights while the engines would sleep"),
         (["resources.weight_transfer_timeout_s=0"], "resources.weight_transfer_timeout_s=0.0 must be positive"),
+        (["resources.learner_start_timeout_s=-5"], "resources.learner_start_timeout_s=-5.0 must be positive"),
         (["logging.wandb_mode=cloud"], "logging.wandb_mode='cloud' is not one of auto, offline, online, disabled"),
         (["iterations=0"], "iterations=0 must be at least 1"),
         (["targets.lean_repo_dir=/some/checkout"], "targets.lean_repo_dir applies to Lean targets (LeanDojo files) only"),
