@@ -320,9 +320,10 @@ def census_processes() -> dict[int, int]:
     me = psutil.Process()
     for p in me.children(recursive=True):
         try:
-            # not census processes: the sandbox's idle wrappers around a session's coqtop, and a
-            # child of this very process between fork and exec (already in the scratch directory)
-            if p.name() == "unshare" or "lean_env-init" in p.cmdline() or p.cmdline() == me.cmdline():
+            # not census processes: the sandbox's idle wrappers around a session's coqtop, a
+            # child of this very process between fork and exec (already in the scratch directory),
+            # and ``nice`` itself in the instant before it lowers its priority and execs the prover
+            if p.name() in ("unshare", "nice") or "lean_env-init" in p.cmdline() or p.cmdline() == me.cmdline():
                 continue
             if os.path.basename(p.cwd()).startswith(CENSUS_DIRS):
                 found[p.pid] = p.nice()
