@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from lean_env.arguments import positive_float
 from lean_env.backends import BACKENDS, BackendSpec
 from lean_env.lean.config import AXIOM_CHECKS, ENV_LAKE_COMMAND, ENV_PROJECT_DIR, ENV_REPL_COMMAND
 from lean_env.verdict import ProofTask, Status, Verdict
@@ -139,8 +140,8 @@ def usage_problem(args: argparse.Namespace) -> Optional[str]:
                "--backend rocq only"
     if not Path(args.input).is_file():
         return f"input file {args.input} does not exist"
-    if args.workers < 1 or args.timeout <= 0:
-        return "--workers must be >= 1 and --timeout > 0"
+    if args.workers < 1:
+        return "--workers must be >= 1"
     if args.audit_fraction is not None and not 0 <= args.audit_fraction <= 1:
         return f"--audit-fraction must be between 0 and 1, got {args.audit_fraction}"
     return None
@@ -227,7 +228,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     v.add_argument("--input", required=True, help="JSONL with id, header, statement, proof")
     v.add_argument("--output", help="where to write verdicts (default: stdout)")
     v.add_argument("--workers", type=int, default=2, help="prover processes (default 2)")
-    v.add_argument("--timeout", type=float, default=60.0, help="seconds per proof (default 60)")
+    v.add_argument("--timeout", type=positive_float, default=60.0, help="seconds per proof (default 60)")
     v.add_argument("--repl-command", help="Lean only: command that starts the REPL "
                    "(default: $LEAN_ENV_REPL_COMMAND, else `lake env repl` run in --project-dir)")
     v.add_argument("--project-dir", help="Lean only: the Mathlib project directory the REPL runs in "

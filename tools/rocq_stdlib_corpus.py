@@ -74,6 +74,7 @@ from typing import Callable, Iterable, Literal, Mapping, Sequence
 if __package__ in (None, ""):   # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from lean_env.arguments import positive_float  # noqa: E402
 from lean_env.rocq.checks import (  # noqa: E402
     THEOREM_KEYWORDS,
     RocqTextError,
@@ -410,7 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", nargs="*", default=[], help="fnmatch patterns of sources (Arith/*.v)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="coqc runs at a time")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per coqc run")
+    parser.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per coqc run")
     parser.add_argument("--check", action="store_true",
                         help="also check every closed case with the verifier's default settings, and the "
                              "refused ones again with the bug-prone features allowed")

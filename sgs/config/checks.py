@@ -4,6 +4,7 @@ one message naming the key to ``problems`` when the value fails.  And
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Any
 
@@ -34,9 +35,18 @@ def choice(problems: list[str], key: str, value: Any, choices: tuple) -> None:
 
 
 def at_least(problems: list[str], key: str, value: float | None, low: float) -> None:
-    """``value`` (None passes: the unset optional) must be at least ``low``."""
-    if value is not None and value < low:
-        problems.append(f"{key}={value!r} must be at least {low}")
+    """``value`` (None passes: the unset optional) must be at least ``low``, and
+    finite (Hydra reads ``inf`` and ``nan`` as floats; ``nan < low`` is false)."""
+    if value is not None and not (value >= low and math.isfinite(value)):
+        problems.append(f"{key}={value!r} must be at least {low} and finite")
+
+
+def positive(problems: list[str], key: str, value: float, unit: str = "") -> None:
+    """``value`` must be positive and finite: a time limit of ``inf`` would
+    leave a hung prover or worker running for ever, a learning rate of ``inf``
+    would train to NaN."""
+    if not (value > 0 and math.isfinite(value)):
+        problems.append(f"{key}={value!r} must be positive and finite{f' ({unit})' if unit else ''}")
 
 
 def fraction(problems: list[str], key: str, value: float) -> None:

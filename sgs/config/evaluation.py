@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sgs.config.checks import Choice, at_least
+from sgs.config.checks import Choice, at_least, positive
 
 
 class Contamination(Choice):
@@ -143,8 +143,7 @@ def evaluation_problems(evaluation: EvaluationConfig) -> list[str]:
     if not 0.0 < evaluation.confidence < 1.0:
         problems.append(f"evaluation.confidence={evaluation.confidence!r} must lie strictly between 0 and 1")
     at_least(problems, "evaluation.every", evaluation.every, 0)
-    if not evaluation.seconds_per_target > 0:
-        problems.append(f"evaluation.seconds_per_target={evaluation.seconds_per_target!r} must be positive")
+    positive(problems, "evaluation.seconds_per_target", evaluation.seconds_per_target)
     problems.extend(search_problems(evaluation.search, "evaluation.search"))
     return problems
 
@@ -156,8 +155,7 @@ def search_problems(search: SolverSearchConfig, key: str) -> list[str]:
     at_least(problems, f"{key}.max_depth", search.max_depth, 1)
     at_least(problems, f"{key}.tactic_max_tokens", search.tactic_max_tokens, 1)
     at_least(problems, f"{key}.workers", search.workers, 1)
-    if not search.tactic_seconds > 0:
-        problems.append(f"{key}.tactic_seconds={search.tactic_seconds!r} must be positive")
+    positive(problems, f"{key}.tactic_seconds", search.tactic_seconds)
     if search.finishers is not None and any(not finisher.strip() for finisher in search.finishers):
         problems.append(f"{key}.finishers={list(search.finishers)!r} must not hold an empty tactic")
     if search.width == 0 and search.finishers is not None and not search.finishers:

@@ -6,12 +6,11 @@ allow the training and sampling nodes is checked with them, in
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from omegaconf import MISSING
 
-from sgs.config.checks import Choice, at_least
+from sgs.config.checks import Choice, at_least, positive
 
 
 class Dtype(Choice):
@@ -88,16 +87,14 @@ def model_problems(model: ModelConfig) -> list[str]:
         problems.append("model.path is null and model.tiny is not set: give a checkpoint path or tiny-model settings")
     if model.path is None and model.needs_gpu:
         problems.append("model.needs_gpu=true but model.path is null: the locally built tiny model runs on CPU")
-    if not (model.learning_rate_scale > 0 and math.isfinite(model.learning_rate_scale)):
-        problems.append(f"model.learning_rate_scale={model.learning_rate_scale!r} must be positive and finite")
+    positive(problems, "model.learning_rate_scale", model.learning_rate_scale)
     tiny = model.tiny
     if tiny is None:
         return problems
     for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
                 "num_key_value_heads", "min_token_frequency"):
         at_least(problems, f"model.tiny.{key}", getattr(tiny, key), 1)
-    if not tiny.rope_theta > 0:
-        problems.append(f"model.tiny.rope_theta={tiny.rope_theta!r} must be positive")
+    positive(problems, "model.tiny.rope_theta", tiny.rope_theta)
     # The 256 byte symbols plus the 6 special tokens of sgs.machinery.models.tiny.
     at_least(problems, "model.tiny.vocab_size", tiny.vocab_size, 262)
     if tiny.num_attention_heads >= 1 and tiny.num_key_value_heads >= 1:

@@ -11,7 +11,7 @@ from omegaconf import MISSING
 from lean_env.lean.config import AXIOM_CHECKS
 from lean_env.rocq.config import TACTIC_LIBRARY_SENTENCE
 from lean_env.rocq.known_bugs import FEATURE_NAMES as BUG_PRONE_FEATURES
-from sgs.config.checks import Choice
+from sgs.config.checks import Choice, positive
 
 
 class ProverBackend(Choice):
@@ -118,8 +118,7 @@ def prover_problems(prover: ProverConfig) -> list[str]:
             f"prover.language={prover.language!r} cannot be checked by prover.backend={prover.backend!r}, "
             f"which checks {expected}"
         )
-    if not prover.timeout > 0:
-        problems.append(f"prover.timeout={prover.timeout!r} must be positive (seconds)")
+    positive(problems, "prover.timeout", prover.timeout, "seconds")
     if not 0 <= prover.audit_fraction <= 1:
         problems.append(f"prover.audit_fraction={prover.audit_fraction!r} must be between 0 and 1")
     if prover.backend == "lean" and prover.lean is None:

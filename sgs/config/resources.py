@@ -6,9 +6,10 @@ the model and the declared GPUs ask of it is checked with them, in
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from sgs.config.checks import Choice, at_least, choice
+from sgs.config.checks import Choice, at_least, choice, positive
 
 
 class EngineBackend(Choice):
@@ -167,9 +168,10 @@ def resources_problems(resources: ResourcesConfig) -> list[str]:
     if fraction is not None and not 0 < fraction <= 1:
         problems.append(f"resources.engine_gpu_memory_fraction={fraction!r} must be in (0, 1], or null for vLLM's 0.9")
     for key in ("engine_heartbeat_timeout_s", "engine_restart_timeout_s"):
-        if not getattr(resources, key) > ENGINE_HEARTBEAT_INTERVAL_S:
-            problems.append(f"resources.{key}={getattr(resources, key)!r} must exceed the heartbeat interval "
-                            f"({ENGINE_HEARTBEAT_INTERVAL_S:g} s)")
+        value = getattr(resources, key)
+        if not (value > ENGINE_HEARTBEAT_INTERVAL_S and math.isfinite(value)):
+            problems.append(f"resources.{key}={value!r} must exceed the heartbeat interval "
+                            f"({ENGINE_HEARTBEAT_INTERVAL_S:g} s) and be finite")
     if resources.colocate_engines_with_learner and resources.gpus_per_engine > 0:
         problems.append("resources.colocate_engines_with_learner=true pins engines to GPUs outside Ray's "
                         "accounting (the learner holds the GPUs); set resources.gpus_per_engine=0")
@@ -184,8 +186,7 @@ def resources_problems(resources: ResourcesConfig) -> list[str]:
             problems.append("resources.weight_transfer=direct sends weights while the engines would sleep; set "
                             "resources.sleep_engines_during_training=false or weight_transfer=checkpoint")
     for key in ("learner_start_timeout_s", "weight_transfer_timeout_s"):
-        if not getattr(resources, key) > 0:
-            problems.append(f"resources.{key}={getattr(resources, key)!r} must be positive")
+        positive(problems, f"resources.{key}", getattr(resources, key))
 
     # Ray Train gives each rank one whole GPU (NCCL and DeepSpeed need a GPU of their own per rank).
     if resources.gpus_per_learner_worker not in (0, 1):

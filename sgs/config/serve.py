@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sgs.config.checks import at_least, positive
+
 
 @dataclass
 class ServeConfig:
@@ -90,10 +92,8 @@ def serve_problems(serve: ServeConfig) -> list[str]:
     """Every problem with the ``serve`` node, one message per problem, each naming its key."""
     problems: list[str] = []
 
-    def at_least(key: str, low: float) -> None:
-        value = getattr(serve, key)
-        if value is not None and value < low:
-            problems.append(f"serve.{key}={value!r} must be at least {low}")
+    def serve_at_least(key: str, low: float) -> None:
+        at_least(problems, f"serve.{key}", getattr(serve, key), low)
 
     if serve.checkpoint is not None and not serve.checkpoint.strip():
         problems.append("serve.checkpoint must not be empty; use null for the default model")
@@ -104,12 +104,11 @@ def serve_problems(serve: ServeConfig) -> list[str]:
     for key in ("default_attempts", "max_attempts", "samples_per_call", "max_batch_size", "engine_replicas",
                 "engine_max_replicas", "verifier_replicas", "verifier_max_replicas", "api_replicas",
                 "max_ongoing_requests", "max_queued_requests", "generate_outputs", "verdict_cache_entries"):
-        at_least(key, 1)
-    at_least("max_request_bytes", 1024)
-    at_least("batch_wait_timeout_s", 0)
+        serve_at_least(key, 1)
+    serve_at_least("max_request_bytes", 1024)
+    serve_at_least("batch_wait_timeout_s", 0)
     for key in ("default_timeout_s", "max_timeout_s", "target_ongoing_requests"):
-        if not getattr(serve, key) > 0:
-            problems.append(f"serve.{key}={getattr(serve, key)!r} must be positive")
+        positive(problems, f"serve.{key}", getattr(serve, key))
     if serve.default_attempts > serve.max_attempts:
         problems.append(f"serve.default_attempts={serve.default_attempts} must not exceed "
                         f"serve.max_attempts={serve.max_attempts}")

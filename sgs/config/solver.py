@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sgs.config.checks import Choice, at_least
+from sgs.config.checks import Choice, at_least, positive
 from sgs.config.evaluation import SolverSearchConfig, search_problems
 
 
@@ -80,15 +80,13 @@ def solver_problems(solver: SolverConfig) -> list[str]:
     if budgets and (min(budgets) < 1 or budgets != sorted(budgets)):
         problems.append(f"solver.expansions={budgets!r} must be budgets of at least 1 state, growing "
                         "(or empty: equal budgets)")
-    if not solver.seconds_per_attempt > 0:
-        problems.append(f"solver.seconds_per_attempt={solver.seconds_per_attempt!r} must be positive")
+    positive(problems, "solver.seconds_per_attempt", solver.seconds_per_attempt)
     problems.extend(search_problems(solver.search, "solver.search"))
     if solver.anchor_corpus is not None:
         if not Path(solver.anchor_corpus).is_dir():
             problems.append(f"solver.anchor_corpus={solver.anchor_corpus!r} is not a directory (a prover corpus, "
                             "python -m sgs.corpus extract)")
-        if not solver.anchor_ratio > 0:
-            problems.append(f"solver.anchor_ratio={solver.anchor_ratio!r} must be positive")
+        positive(problems, "solver.anchor_ratio", solver.anchor_ratio)
     return problems
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sgs.config.checks import Choice, at_least
+from sgs.config.checks import Choice, at_least, positive
 
 
 class OptimizerState(Choice):
@@ -77,22 +77,18 @@ class TrainingConfig:
 def training_problems(training: TrainingConfig) -> list[str]:
     """Every problem within the ``training`` node, one message per problem, each naming its key."""
     problems: list[str] = []
-    if not training.learning_rate > 0:
-        problems.append(f"training.learning_rate={training.learning_rate!r} must be positive")
+    positive(problems, "training.learning_rate", training.learning_rate)
     at_least(problems, "training.global_batch_size", training.global_batch_size, 1)
     at_least(problems, "training.micro_batch_size", training.micro_batch_size, 1)
     for key in ("adam_beta1", "adam_beta2"):
         value = getattr(training, key)
         if not 0.0 <= value < 1.0:
             problems.append(f"training.{key}={value!r} must lie in [0, 1)")
-    if not training.adam_epsilon > 0:
-        problems.append(f"training.adam_epsilon={training.adam_epsilon!r} must be positive")
+    positive(problems, "training.adam_epsilon", training.adam_epsilon)
     at_least(problems, "training.weight_decay", training.weight_decay, 0.0)
-    if not training.grad_clip_norm > 0:
-        problems.append(f"training.grad_clip_norm={training.grad_clip_norm!r} must be positive")
+    positive(problems, "training.grad_clip_norm", training.grad_clip_norm)
     at_least(problems, "training.epochs_per_iteration", training.epochs_per_iteration, 1)
     at_least(problems, "training.max_seq_len", training.max_seq_len, 1)
     at_least(problems, "training.keep_checkpoints", training.keep_checkpoints, 1)
-    if not training.probe_logprob_tolerance > 0:
-        problems.append(f"training.probe_logprob_tolerance={training.probe_logprob_tolerance!r} must be positive")
+    positive(problems, "training.probe_logprob_tolerance", training.probe_logprob_tolerance)
     return problems

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from sgs.config.benchmark_names import benchmark_problems
-from sgs.config.checks import at_least
+from sgs.config.checks import at_least, positive
 from sgs.config.choices import config_choice_problems
 from sgs.config.derived import active_engines, declared_gpus
 from sgs.config.evaluation import evaluation_problems
@@ -274,8 +274,7 @@ def _check_warmstart(problems: list[str], ws: WarmstartConfig, cfg: SGSConfig) -
         problems.append(f"warmstart.roles={list(ws.roles)!r} must name at least one role, each once")
     at_least(problems, "warmstart.epochs", ws.epochs, 1)
     at_least(problems, "warmstart.max_examples", ws.max_examples, 1)
-    if not ws.learning_rate > 0:
-        problems.append(f"warmstart.learning_rate={ws.learning_rate!r} must be positive")
+    positive(problems, "warmstart.learning_rate", ws.learning_rate)
     at_least(problems, "warmstart.global_batch_size", ws.global_batch_size, 1)
     at_least(problems, "warmstart.micro_batch_size", ws.micro_batch_size, 1)
     _batches_fill_the_workers(problems, "warmstart", ws, cfg.resources.learner_workers)

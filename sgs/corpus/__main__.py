@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
+from lean_env.arguments import positive_float
 from sgs.corpus import extract, sources, stats
 
 BAD_INPUT = 2
@@ -100,8 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "('Bool/Bool.v', 'Arith/*'); repeatable")
     ex.add_argument("--jobs", type=int, default=1, help="files replayed at once (one coqtop each)")
     ex.add_argument("--seed", type=int, default=0, help="the split's seed")
-    ex.add_argument("--step-timeout", type=float, default=120.0, help="seconds one sentence may take")
-    ex.add_argument("--file-timeout", type=float, default=3600.0, help="seconds one file may take")
+    ex.add_argument("--step-timeout", type=positive_float, default=120.0, help="seconds one sentence may take")
+    ex.add_argument("--file-timeout", type=positive_float, default=3600.0, help="seconds one file may take")
     ex.add_argument("--retry-failed", action="store_true", help="replay again the files that failed before")
     ex.set_defaults(run=_extract)
     st = commands.add_parser("stats", help="files, theorems, steps and sizes per library and split")

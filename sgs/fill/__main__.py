@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 from typing import NoReturn, Optional, Sequence
 
+from lean_env.arguments import positive_float
 from lean_env.rocq.checks import RocqTextError
 from lean_env.rocq.config import RocqConfigError
 from lean_env.rocq.load_path import to_json
@@ -79,7 +80,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("project", type=Path, help="the project folder (_CoqProject, Make or dune-project)")
     parser.add_argument("--out", type=Path, help="the JSON-lines report (default: <folder>.fill.jsonl); "
                                                  "the readable one goes beside it, .md")
-    parser.add_argument("--time-per-lemma", type=float, default=60.0, help="seconds per lemma (default 60)")
+    parser.add_argument("--time-per-lemma", type=positive_float, default=60.0, help="seconds per lemma (default 60)")
     parser.add_argument("--workers", type=int, default=2, help="provers at once (default 2)")
     parser.add_argument("--write", action="store_true",
                         help="replace each proved lemma's Admitted by its proof, if the whole project still builds")
@@ -102,11 +103,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     group.add_argument("--adapt", type=int, metavar="ITERATIONS",
                        help="fine-tune the model on the project's proofs, then ITERATIONS of self-play on its lemmas; "
                             "the adapted checkpoint is cached and reused")
-    group.add_argument("--adapt-minutes", type=float, help="CPU-minutes of the supervised stage (default 5)")
+    group.add_argument("--adapt-minutes", type=positive_float, help="CPU-minutes of the supervised stage (default 5)")
     group.add_argument("--adapt-method", choices=tuple(ADAPT_METHODS),
                        help="the self-play: " + "; ".join(f"{k}: {m.description}" for k, m in ADAPT_METHODS.items())
                             + " (default sgs)")
-    group.add_argument("--adapt-anchor", type=float, metavar="RATIO",
+    group.add_argument("--adapt-anchor", type=positive_float, metavar="RATIO",
                        help="replay the project's own tactic steps in each self-play update, RATIO per found step "
                             "(solver.anchor_corpus; default none)")
     group.add_argument("--adapt-set", action="append", default=[], metavar="KEY=VALUE",
@@ -114,8 +115,6 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     group.add_argument("--adapt-cache", type=Path, help="where adapted checkpoints are kept "
                                                         "(default ~/.cache/sgs/fill_adapt)")
     args = parser.parse_args(argv)
-    if not args.time_per_lemma > 0:
-        raise UsageError(f"--time-per-lemma must be positive, got {args.time_per_lemma}")
     if args.workers < 1 or args.jobs < 1:
         raise UsageError("--workers and --jobs must be at least 1")
     args.rounds = tuple(name.strip() for name in args.rounds.split(",") if name.strip())
@@ -143,10 +142,6 @@ def _check_adapt(args: argparse.Namespace) -> None:
     if args.adapt < 1:
         raise UsageError(f"--adapt must be a positive number of self-play iterations, got {args.adapt}")
     minutes = 5.0 if args.adapt_minutes is None else args.adapt_minutes
-    if not minutes > 0:
-        raise UsageError(f"--adapt-minutes must be positive, got {minutes:g}")
-    if args.adapt_anchor is not None and not args.adapt_anchor > 0:
-        raise UsageError(f"--adapt-anchor must be a positive ratio, got {args.adapt_anchor:g}")
     bad = [item for item in args.adapt_set if "=" not in item or item.startswith("=")]
     if bad:
         raise UsageError(f"--adapt-set takes KEY=VALUE, got {bad[0]!r}")

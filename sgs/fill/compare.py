@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, NoReturn, Optional, Sequence
 
+from lean_env.arguments import positive_float
 from sgs.fill.adapt import ADAPT_METHODS
 from sgs.fill.admitted import readable_using
 from sgs.state.files import atomic_write
@@ -324,11 +325,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--seeds", default="0,1", help="seeds of the arms that sample or train (default 0,1)")
     parser.add_argument("--fraction", type=float, default=0.25, help="share of the traced lemmas admitted")
     parser.add_argument("--draw-seed", type=int, default=0, help="seed of the draw of the admitted lemmas")
-    parser.add_argument("--time-per-lemma", type=float, default=30.0)
+    parser.add_argument("--time-per-lemma", type=positive_float, default=30.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--adapt-iterations", type=int, default=2)
-    parser.add_argument("--adapt-minutes", type=float, default=5.0)
-    parser.add_argument("--adapt-anchor", type=float, metavar="RATIO",
+    parser.add_argument("--adapt-minutes", type=positive_float, default=5.0)
+    parser.add_argument("--adapt-anchor", type=positive_float, metavar="RATIO",
                         help="the self-play arms replay the project's own steps (sgs.fill --adapt-anchor)")
     parser.add_argument("--adapt-set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--table", action="store_true", help="only write the table of what is done")
@@ -341,10 +342,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         args.seeds = [int(seed) for seed in args.seeds.split(",") if seed.strip()]
     except ValueError:
         raise UsageError(f"--seeds takes integers, got {args.seeds!r}") from None
-    if not args.seeds or not 0 < args.fraction < 1 or args.adapt_iterations < 1 or not args.adapt_minutes > 0 \
-            or not args.time_per_lemma > 0 or args.workers < 1:
+    if not args.seeds or not 0 < args.fraction < 1 or args.adapt_iterations < 1 or args.workers < 1:
         raise UsageError("--seeds needs one seed, --fraction lies in (0, 1), --adapt-iterations >= 1, "
-                         "--adapt-minutes, --time-per-lemma > 0, --workers >= 1")
+                         "--workers >= 1")
     if not args.projects.is_dir():
         raise UsageError(f"--projects {args.projects}: not a folder")
     if args.results is not None and args.results.exists() and not args.results.is_file():

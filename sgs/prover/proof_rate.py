@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from lean_env.arguments import positive_float
 from lean_env.verdict import ProofTask, Status
 from sgs.prover.baselines import BASELINES, HAMMER_TACTICS, Baseline, baseline_tasks, target_of
 from sgs.prover.steps import load_theorems
@@ -250,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--corpus", type=Path, help="the corpus the k-NN learner learns from (search-knn)")
     parser.add_argument("--checkpoint", default="pkg://sgs/data/rocq_prover",
                         help="the model the searches propose with (default: the shipped prover)")
-    parser.add_argument("--seconds", type=float, default=60.0, help="time per lemma and prover")
+    parser.add_argument("--seconds", type=positive_float, default=60.0, help="time per lemma and prover")
     parser.add_argument("--expansions", type=int, metavar="N",
                         help="at most N states expanded per search: a budget the machine's load does not move")
     parser.add_argument("--workers", type=int, default=2)
@@ -292,8 +293,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     learners = [p for p in provers if isinstance(PROVERS.get(p), SearchProver) and PROVERS[p].needs_corpus]
     if learners and not (args.corpus and args.corpus.is_dir()):
         problems += [f"{p} needs --corpus CORPUS (the k-NN's or the value's training split)" for p in learners]
-    if args.seconds <= 0 or args.workers < 1 or (args.expansions is not None and args.expansions < 1):
-        problems.append("--seconds must be > 0, --workers >= 1 and --expansions >= 1")
+    if args.workers < 1 or (args.expansions is not None and args.expansions < 1):
+        problems.append("--workers must be >= 1 and --expansions >= 1")
     groups, forbidden, more = _groups(args)
     problems += more
     results = args.out / "results.jsonl"

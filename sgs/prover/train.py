@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+from lean_env.arguments import positive_float
 from sgs.config import TinyModelSettings
 from sgs.prover.examples import PremisePrompts, ProofPrompts, TextExample, training_examples
 
@@ -298,10 +299,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--corpus", type=Path, required=True, help="corpus directory (python -m sgs.corpus extract)")
     parser.add_argument("--out", type=Path, required=True, help="run directory (resumed when it holds a checkpoint)")
     parser.add_argument("--size", default="s", help=f"model size: {', '.join(SIZES)}")
-    parser.add_argument("--minutes", type=float, default=60.0, help="training budget in CPU minutes")
-    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--minutes", type=positive_float, default=60.0, help="training budget in CPU minutes")
+    parser.add_argument("--learning-rate", type=positive_float, default=1e-3)
     parser.add_argument("--batch-tokens", type=int, default=4096)
-    parser.add_argument("--save-minutes", type=float, default=10.0)
+    parser.add_argument("--save-minutes", type=positive_float, default=10.0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--libraries", help="comma-separated corpus libraries (default: all)")
@@ -325,8 +326,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             problems.append(str(error))
     elif args.size not in SIZES:
         problems.append(f"--size {args.size!r}: known sizes are {', '.join(SIZES)}")
-    if args.minutes <= 0 or args.batch_tokens < MAX_TOKENS or args.threads < 1:
-        problems.append(f"--minutes must be > 0, --batch-tokens >= {MAX_TOKENS}, --threads >= 1")
+    if args.batch_tokens < MAX_TOKENS or args.threads < 1:
+        problems.append(f"--batch-tokens must be >= {MAX_TOKENS}, --threads >= 1")
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)

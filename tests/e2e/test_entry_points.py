@@ -221,6 +221,7 @@ def test_lean_verify_with_audit(tmp_path, mode, status, reason, audit):
      "Lean REPL command not found: 'lake'"),
     (["--backend", "lean", "--repl-command", "'unbalanced"], {}, "cannot parse repl_command"),
     (["--backend", "rocq", "--workers", "0"], {}, "--workers must be >= 1"),
+    (["--backend", "rocq", "--timeout", "inf"], {}, "argument --timeout: 'inf' is not a positive finite number"),
     (["--backend", "rocq", "--audit-fraction", "1.5"], {}, "--audit-fraction must be between 0 and 1"),
 ])
 def test_usage_errors_exit_2_with_one_clear_line(tmp_path, flags, env, message):

@@ -143,7 +143,7 @@ def test_a_project_without_a_proof_skips_the_supervised_stage(tmp_path, require_
     (["--adapt", "0"], "--adapt must be a positive number of self-play iterations, got 0"),
     (["--adapt", "-1"], "--adapt must be a positive number of self-play iterations, got -1"),
     (["--adapt", "1", "--adapt-cache", "{locked}/cache"], "cannot be written (read-only)"),
-    (["--adapt", "1", "--adapt-anchor", "0"], "--adapt-anchor must be a positive ratio, got 0"),
+    (["--adapt", "1", "--adapt-anchor", "0"], "argument --adapt-anchor: '0' is not a positive finite number"),
 ])
 def test_bad_adapt_inputs_exit_2_and_write_nothing(tmp_path, flags, message, require_rocq):
     project = make_project(tmp_path / "project", {"A.v": A, "B.v": B})
