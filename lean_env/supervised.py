@@ -15,10 +15,10 @@ and supervise them the same way, which is this module:
   before it answers anything, so its deadlines until then are the owner's
   loading limit, not its steady-state one (:meth:`deadline_s`).  The owner
   says when an actor answered (:meth:`mark_answered`).
-* **Replace and shut down.**  :meth:`replace` kills actor i (which also
-  frees its name at once and makes the raylet end a hung process) and starts a
-  new one in the same bundle; :meth:`shutdown` kills them all and releases the
-  placement group.
+* **Replace and shut down.**  :meth:`replace` kills actor i (which makes the
+  raylet end a hung process) and starts a new one in the same bundle, under
+  the same name once Ray has freed it; :meth:`shutdown` kills them all and
+  releases the placement group.
 
 What work the actors hold, how a hang is noticed (a check running past its
 deadline, a heartbeat ping left unanswered) and what to redo after a loss
@@ -30,10 +30,11 @@ imports nothing of ``sgs`` (``lean_env`` sits below it).
 from __future__ import annotations
 
 import logging
+import time
 from typing import Callable, Optional
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import ActorAlreadyExistsError, GetTimeoutError, RayActorError, RayTaskError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -42,6 +43,9 @@ log = logging.getLogger(__name__)
 #: builds the actor of one slot: ``launch(index, scheduling_strategy)``; the
 #: strategy pins it to the slot's bundle and must be passed to ``.options``.
 Launch = Callable[[int, PlacementGroupSchedulingStrategy], "ray.actor.ActorHandle"]
+
+#: how long a replacement waits for Ray to free its killed predecessor's name
+NAME_RELEASE_TIMEOUT_S = 30.0
 
 
 class SupervisedActors:
@@ -102,10 +106,20 @@ class SupervisedActors:
         self._answered[index] = False
         return self._handles[index]
 
-    def replace(self, index: int) -> ray.actor.ActorHandle:
-        """Kill the actor of slot ``index`` and start a new one in the same bundle."""
+    def replace(self, index: int, name_release_timeout_s: float = NAME_RELEASE_TIMEOUT_S) -> ray.actor.ActorHandle:
+        """Kill the actor of slot ``index`` and start a new one in the same bundle.
+        ``ray.kill`` returns before the control store has marked the actor dead,
+        and a named actor's name stays taken until then: a replacement of the
+        same name is tried again until it is free (a CI run failed on that)."""
         _kill(self._handles[index])
-        return self.start(index)
+        deadline = time.monotonic() + name_release_timeout_s
+        while True:
+            try:
+                return self.start(index)
+            except ActorAlreadyExistsError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
 
     def answered(self, index: int) -> bool:
         """Whether the actor of slot ``index`` has answered anything yet."""
