@@ -109,8 +109,9 @@ class SupervisedActors:
     def replace(self, index: int, name_release_timeout_s: float = NAME_RELEASE_TIMEOUT_S) -> ray.actor.ActorHandle:
         """Kill the actor of slot ``index`` and start a new one in the same bundle.
         ``ray.kill`` returns before the control store has marked the actor dead,
-        and a named actor's name stays taken until then: a replacement of the
-        same name is tried again until it is free (a CI run failed on that)."""
+        and a named actor's name stays taken until then (under load, long
+        enough to refuse a replacement started at once): the replacement is
+        tried again until the name is free."""
         _kill(self._handles[index])
         deadline = time.monotonic() + name_release_timeout_s
         while True:
