@@ -37,8 +37,12 @@ def choice(problems: list[str], key: str, value: Any, choices: tuple) -> None:
 def at_least(problems: list[str], key: str, value: float | None, low: float) -> None:
     """``value`` (None passes: the unset optional) must be at least ``low``, and
     finite (Hydra reads ``inf`` and ``nan`` as floats; ``nan < low`` is false)."""
-    if value is not None and not (value >= low and math.isfinite(value)):
-        problems.append(f"{key}={value!r} must be at least {low} and finite")
+    if value is None:
+        return
+    if not math.isfinite(value):
+        problems.append(f"{key}={value!r} must be a finite number, at least {low}")
+    elif value < low:
+        problems.append(f"{key}={value!r} must be at least {low}")
 
 
 def positive(problems: list[str], key: str, value: float, unit: str = "") -> None:

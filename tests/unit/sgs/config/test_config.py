@@ -260,7 +260,7 @@ def test_cluster_takes_the_address_from_ray_address(monkeypatch):
         (["prover.timeout=inf"], "prover.timeout=inf must be positive and finite (seconds)"),
         (["training.learning_rate=nan"], "training.learning_rate=nan must be positive and finite"),
         (["resources.engine_heartbeat_timeout_s=inf"], "resources.engine_heartbeat_timeout_s=inf must exceed"),
-        (["resources.cpus_per_engine=nan"], "resources.cpus_per_engine=nan must be at least 0.0 and finite"),
+        (["resources.cpus_per_engine=nan"], "resources.cpus_per_engine=nan must be a finite number, at least 0.0"),
         (["solver.mode=search", "solver.search.tactic_seconds=inf"],
          "solver.search.tactic_seconds=inf must be positive and finite"),
         (["serve.max_timeout_s=inf"], "serve.max_timeout_s=inf must be positive and finite"),
